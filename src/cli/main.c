@@ -1,0 +1,159 @@
+/*
+ * main.c - the tensorrun program: picks the command and reports how it
+ * ended, with the exit codes of SPEC.md.
+ */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/tensorrun.h"
+#include "msg.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,
+    EXIT_USAGE = 2,
+};
+
+struct command {
+    const char *name;
+    const char *summary;
+    const char *usage;
+    int (*run)(int argc, char **argv);
+};
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command commands[] = {
+    {"help", "show help for tensorrun or for one command", "tensorrun help [COMMAND]", cmd_help},
+};
+
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_usage(FILE *out)
+{
+    fputs("Usage: tensorrun COMMAND [ARGUMENTS]\n"
+          "       tensorrun --help | --version\n"
+          "\n"
+          "Run declarative tensor pipelines over memory-mapped tensor files.\n"
+          "\n"
+          "Commands:\n",
+          out);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Options:\n"
+          "  -h, --help     show this help and exit\n"
+          "  -V, --version  show the version and exit\n"
+          "\n"
+          "Exit status: 0 success, 1 runtime error, 2 usage error, 3 invalid pipeline,\n"
+          "4 input/output error, 5 out of memory, 130 interrupted.\n"
+          "\n"
+          "See tensorrun(1).  Report bugs to " PACKAGE_BUGREPORT ".\n",
+          out);
+}
+
+static void print_version(void)
+{
+    int gpus = tr_cuda_device_count();
+
+    printf("tensorrun %s\n", PACKAGE_VERSION);
+    if (gpus > 0)
+        printf("CUDA: %d device%s\n", gpus, gpus == 1 ? "" : "s");
+    else
+        printf("CUDA: not available (%s)\n", tr_cuda_unavailable_reason());
+}
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    msg_error(NULL, "%s", text);
+    fputs("Try 'tensorrun --help' for more information.\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int unknown_command(const char *name)
+{
+    const char *names[N_COMMANDS + 1];
+    const char *guess;
+
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    names[N_COMMANDS] = NULL;
+    guess = suggest(name, names);
+    msg_error(NULL, "unknown command '%s'", name);
+    if (guess)
+        msg_hint("did you mean '%s'?", guess);
+    fputs("Try 'tensorrun --help' for the list of commands.\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    const struct command *c;
+
+    if (argc > 2)
+        return usage_error("help takes at most one command, got '%s' too", argv[2]);
+    if (argc < 2) {
+        print_usage(stdout);
+        return EXIT_OK;
+    }
+    c = find_command(argv[1]);
+    if (!c)
+        return unknown_command(argv[1]);
+    printf("Usage: %s\n\n%s.\n", c->usage, c->summary);
+    return EXIT_OK;
+}
+
+/* Flushes standard output and reports a failed write (a full disk, a
+ * closed pipe) as a runtime error. */
+static int close_stdout(int code)
+{
+    if (ferror(stdout) | (fclose(stdout) != 0)) {
+        msg_error(NULL, "write error on standard output");
+        return code == EXIT_OK ? EXIT_RUNTIME : code;
+    }
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    const char *arg = argc > 1 ? argv[1] : NULL;
+    const struct command *c;
+
+    if (!arg) {
+        print_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        print_usage(stdout);
+        return close_stdout(EXIT_OK);
+    }
+    if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+        print_version();
+        return close_stdout(EXIT_OK);
+    }
+    if (arg[0] == '-' && arg[1] != '\0')
+        return usage_error("unknown option '%s'", arg);
+    c = find_command(arg);
+    if (!c)
+        return unknown_command(arg);
+    return close_stdout(c->run(argc - 1, argv + 1));
+}

@@ -1,0 +1,399 @@
+/*
+ * pool.c - the caching allocator: size classes, best-fit reuse, splitting
+ * and merging, exact statistics, a memory limit.
+ *
+ * Requests up to 1 MiB are rounded up to 512 bytes and carved out of 2 MiB
+ * segments; larger ones are rounded up to 2 MiB and get a segment of their
+ * own size when the cache has no fit.  Free blocks of each class sit in one
+ * list ordered by (size, address), so the first that fits is the best fit,
+ * and the lowest-addressed among equals.  A freed block merges with free
+ * neighbours of its segment; a segment that is one free block again is idle
+ * and goes back to the backend on tr__pool_release_cached.
+ */
+#include "pool_impl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct tr__segment {
+    char *base;
+    uint64_t size;
+    bool small;
+    struct tr__block *first;
+    struct tr__segment *prev, *next; /* the pool's segments */
+};
+
+struct tr__block {
+    char *ptr;
+    uint64_t size;
+    bool allocated;
+    struct tr__segment *segment;
+    struct tr__block *prev, *next;           /* address neighbours in the segment */
+    struct tr__block *free_prev, *free_next; /* the class's free list, when free */
+};
+
+struct tr__pool {
+    pthread_mutex_t lock;
+    struct tr_device device;
+    struct tr__pool_backend backend;
+    struct tr__block *free_small; /* ordered by (size, address) */
+    struct tr__block *free_large;
+    struct tr__segment *segments;
+    struct tr_memory_stats stats; /* cached_bytes is derived on read */
+};
+
+struct tr__pool *tr__pool_create(struct tr_device device,
+                                 const struct tr__pool_backend *backend)
+{
+    struct tr__pool *pool = calloc(1, sizeof *pool);
+
+    if (!pool)
+        return NULL;
+    pthread_mutex_init(&pool->lock, NULL);
+    pool->device = device;
+    pool->backend = *backend;
+    return pool;
+}
+
+static void free_segment(struct tr__pool *pool, struct tr__segment *seg)
+{
+    struct tr__block *b = seg->first;
+
+    while (b) {
+        struct tr__block *next = b->next;
+        free(b);
+        b = next;
+    }
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        pool->segments = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    pool->backend.raw_free(pool->backend.ctx, seg->base, seg->size);
+    pool->stats.reserved_bytes -= seg->size;
+    pool->stats.segment_count--;
+    free(seg);
+}
+
+void tr__pool_destroy(struct tr__pool *pool)
+{
+    if (!pool)
+        return;
+    while (pool->segments)
+        free_segment(pool, pool->segments);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+static bool is_small(uint64_t bytes)
+{
+    return bytes <= TR__POOL_SMALL_MAX;
+}
+
+static uint64_t round_up(uint64_t n, uint64_t unit)
+{
+    return (n + unit - 1) / unit * unit;
+}
+
+uint64_t tr__pool_round(uint64_t bytes)
+{
+    return round_up(bytes, is_small(bytes) ? TR__POOL_SMALL_ROUND : TR__POOL_LARGE_ROUND);
+}
+
+uint64_t tr__pool_block_size(const struct tr__block *block)
+{
+    return block->size;
+}
+
+/* ------------------------------------------------------------ free lists */
+
+static struct tr__block **free_list(struct tr__pool *pool, bool small)
+{
+    return small ? &pool->free_small : &pool->free_large;
+}
+
+static bool block_before(const struct tr__block *a, const struct tr__block *b)
+{
+    return a->size < b->size || (a->size == b->size && a->ptr < b->ptr);
+}
+
+static void free_list_insert(struct tr__pool *pool, struct tr__block *b)
+{
+    struct tr__block **head = free_list(pool, b->segment->small);
+    struct tr__block *prev = NULL, *cur = *head;
+
+    while (cur && block_before(cur, b)) {
+        prev = cur;
+        cur = cur->free_next;
+    }
+    b->free_prev = prev;
+    b->free_next = cur;
+    if (prev)
+        prev->free_next = b;
+    else
+        *head = b;
+    if (cur)
+        cur->free_prev = b;
+}
+
+static void free_list_remove(struct tr__pool *pool, struct tr__block *b)
+{
+    struct tr__block **head = free_list(pool, b->segment->small);
+
+    if (b->free_prev)
+        b->free_prev->free_next = b->free_next;
+    else
+        *head = b->free_next;
+    if (b->free_next)
+        b->free_next->free_prev = b->free_prev;
+    b->free_prev = b->free_next = NULL;
+}
+
+static struct tr__block *best_fit(struct tr__pool *pool, bool small, uint64_t size)
+{
+    struct tr__block *b = *free_list(pool, small);
+
+    while (b && b->size < size)
+        b = b->free_next;
+    return b;
+}
+
+/* -------------------------------------------------------------- segments */
+
+static struct tr__block *new_segment(struct tr__pool *pool, bool small, uint64_t size)
+{
+    struct tr__segment *seg = calloc(1, sizeof *seg);
+    struct tr__block *b = calloc(1, sizeof *b);
+    void *base = NULL;
+
+    if (seg && b)
+        base = pool->backend.raw_alloc(pool->backend.ctx, size);
+    if (!base) {
+        free(seg);
+        free(b);
+        return NULL;
+    }
+    seg->base = base;
+    seg->size = size;
+    seg->small = small;
+    seg->first = b;
+    seg->next = pool->segments;
+    if (pool->segments)
+        pool->segments->prev = seg;
+    pool->segments = seg;
+    b->ptr = base;
+    b->size = size;
+    b->segment = seg;
+    pool->stats.reserved_bytes += size;
+    pool->stats.segment_count++;
+    return b;
+}
+
+/* Splits the tail past size off b into a new free block.  Returns false
+ * (and leaves b whole) when the bookkeeping cannot be allocated. */
+static bool split(struct tr__pool *pool, struct tr__block *b, uint64_t size)
+{
+    struct tr__block *rest;
+
+    if (b->size == size)
+        return true;
+    rest = calloc(1, sizeof *rest);
+    if (!rest)
+        return false;
+    rest->ptr = b->ptr + size;
+    rest->size = b->size - size;
+    rest->segment = b->segment;
+    rest->prev = b;
+    rest->next = b->next;
+    if (b->next)
+        b->next->prev = rest;
+    b->next = rest;
+    b->size = size;
+    free_list_insert(pool, rest);
+    return true;
+}
+
+static uint64_t release_cached_locked(struct tr__pool *pool)
+{
+    uint64_t released = 0;
+    struct tr__segment *seg = pool->segments;
+
+    while (seg) {
+        struct tr__segment *next = seg->next;
+        struct tr__block *b = seg->first;
+
+        if (!b->allocated && b->size == seg->size) {
+            free_list_remove(pool, b);
+            released += seg->size;
+            free_segment(pool, seg);
+        }
+        seg = next;
+    }
+    pool->stats.released_bytes += released;
+    return released;
+}
+
+/* -------------------------------------------------------------- alloc/free */
+
+static bool within_limit(const struct tr__pool *pool, uint64_t more)
+{
+    uint64_t limit = pool->stats.limit_bytes;
+
+    return limit == 0 || (pool->stats.reserved_bytes <= limit &&
+                          more <= limit - pool->stats.reserved_bytes);
+}
+
+static void set_oom_error(struct tr__pool *pool, uint64_t bytes, uint64_t segment,
+                          bool by_limit, uint64_t released)
+{
+    char dev[TR_DEVICE_NAME_MAX], req[16], seg[16], lim[16], res[16], act[16], cac[16], rel[16];
+    const struct tr_memory_stats *s = &pool->stats;
+
+    tr_device_format(pool->device, dev, sizeof dev);
+    tr_format_bytes(bytes, req, sizeof req);
+    tr_format_bytes(segment, seg, sizeof seg);
+    tr_format_bytes(s->limit_bytes, lim, sizeof lim);
+    tr_format_bytes(s->reserved_bytes, res, sizeof res);
+    tr_format_bytes(s->active_bytes, act, sizeof act);
+    tr_format_bytes(s->reserved_bytes - s->active_bytes, cac, sizeof cac);
+    tr_format_bytes(released, rel, sizeof rel);
+    if (by_limit)
+        tr__set_error(TR_ERR_OOM,
+                      "out of memory on %s: a request for %s needs %s more, past the "
+                      "memory limit of %s (pool: %s reserved, %s active, %s cached, "
+                      "after releasing %s of cache)",
+                      dev, req, seg, lim, res, act, cac, rel);
+    else
+        tr__set_error(TR_ERR_OOM,
+                      "out of memory on %s: the system refused %s for a request for %s "
+                      "(pool: %s reserved, %s active, %s cached, after releasing %s "
+                      "of cache)",
+                      dev, seg, req, res, act, cac, rel);
+}
+
+/* A segment for a request that the cache cannot serve: within the limit,
+ * from the backend, releasing the cache and retrying once on failure. */
+static struct tr__block *grow(struct tr__pool *pool, bool small, uint64_t bytes,
+                              uint64_t size)
+{
+    uint64_t seg_size = small ? TR__POOL_SMALL_SEGMENT : size;
+    uint64_t released = 0;
+    struct tr__block *b = NULL;
+
+    for (int attempt = 0; attempt < 2 && !b; attempt++) {
+        if (attempt == 1) {
+            pool->stats.retry_count++;
+            released = release_cached_locked(pool);
+        }
+        if (within_limit(pool, seg_size))
+            b = new_segment(pool, small, seg_size);
+    }
+    if (!b) {
+        pool->stats.oom_count++;
+        set_oom_error(pool, bytes, seg_size, !within_limit(pool, seg_size), released);
+    }
+    return b;
+}
+
+struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **ptr)
+{
+    bool small = is_small(bytes);
+    uint64_t size;
+    struct tr__block *b;
+    bool hit;
+
+    if (bytes == 0 || bytes > UINT64_MAX / 2) {
+        tr__set_error(TR_ERR_OOM, "out of memory: cannot allocate %llu bytes",
+                      (unsigned long long)bytes);
+        return NULL;
+    }
+    size = tr__pool_round(bytes);
+    pthread_mutex_lock(&pool->lock);
+    b = best_fit(pool, small, size);
+    hit = b != NULL;
+    if (b)
+        free_list_remove(pool, b);
+    else
+        b = grow(pool, small, bytes, size);
+    if (b && !split(pool, b, size)) {
+        free_list_insert(pool, b);
+        tr__set_error(TR_ERR_OOM, "out of memory: no room for the pool's bookkeeping");
+        b = NULL;
+    }
+    if (b) {
+        b->allocated = true;
+        pool->stats.active_bytes += b->size;
+        if (pool->stats.active_bytes > pool->stats.peak_active_bytes)
+            pool->stats.peak_active_bytes = pool->stats.active_bytes;
+        pool->stats.alloc_count++;
+        pool->stats.cache_hit_count += hit;
+        *ptr = b->ptr;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return b;
+}
+
+/* Folds b->next, which is free and out of the free list, into b. */
+static void absorb_next(struct tr__block *b)
+{
+    struct tr__block *n = b->next;
+
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next)
+        n->next->prev = b;
+    free(n);
+}
+
+void tr__pool_free(struct tr__pool *pool, struct tr__block *b)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    b->allocated = false;
+    pool->stats.active_bytes -= b->size;
+    if (b->next && !b->next->allocated) {
+        free_list_remove(pool, b->next);
+        absorb_next(b);
+    }
+    if (b->prev && !b->prev->allocated) {
+        b = b->prev;
+        free_list_remove(pool, b);
+        absorb_next(b);
+    }
+    free_list_insert(pool, b);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+uint64_t tr__pool_release_cached(struct tr__pool *pool)
+{
+    uint64_t released;
+
+    pthread_mutex_lock(&pool->lock);
+    released = release_cached_locked(pool);
+    pthread_mutex_unlock(&pool->lock);
+    return released;
+}
+
+void tr__pool_stats(struct tr__pool *pool, struct tr_memory_stats *out)
+{
+    pthread_mutex_lock(&pool->lock);
+    *out = pool->stats;
+    out->cached_bytes = pool->stats.reserved_bytes - pool->stats.active_bytes;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void tr__pool_set_limit(struct tr__pool *pool, uint64_t bytes)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.limit_bytes = bytes;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void tr__pool_reset_peak(struct tr__pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.peak_active_bytes = pool->stats.active_bytes;
+    pthread_mutex_unlock(&pool->lock);
+}

@@ -1,0 +1,53 @@
+/*
+ * pool_impl.h - the caching allocator shared by every device, over a small
+ * per-device backend that takes segments from the OS or driver.
+ */
+#ifndef TR_POOL_IMPL_H
+#define TR_POOL_IMPL_H
+
+#include "engine_impl.h"
+
+#define TR__POOL_SMALL_MAX (UINT64_C(1) << 20)     /* requests up to here are small */
+#define TR__POOL_SMALL_ROUND UINT64_C(512)         /* small block granularity */
+#define TR__POOL_LARGE_ROUND (UINT64_C(2) << 20)   /* large block granularity */
+#define TR__POOL_SMALL_SEGMENT (UINT64_C(2) << 20) /* small blocks are packed in these */
+
+/* How a pool gets and returns whole segments.  raw_alloc returns memory
+ * aligned to at least 512 bytes, or NULL when the system refuses. */
+struct tr__pool_backend {
+    void *(*raw_alloc)(void *ctx, uint64_t bytes);
+    void (*raw_free)(void *ctx, void *ptr, uint64_t bytes);
+    void *ctx;
+};
+
+struct tr__pool;
+struct tr__block;
+
+/* NULL when out of memory for the bookkeeping itself. */
+struct tr__pool *tr__pool_create(struct tr_device device,
+                                 const struct tr__pool_backend *backend);
+/* Gives every segment back; blocks still in use become invalid. */
+void tr__pool_destroy(struct tr__pool *pool);
+
+/* The block size a request of bytes (> 0) is rounded to. */
+uint64_t tr__pool_round(uint64_t bytes);
+/* A block of at least bytes (> 0), its address in *ptr; NULL with TR_ERR_OOM
+ * (and a message naming the request and the pool's state) when neither the
+ * cache nor the backend can provide it within the limit. */
+struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **ptr);
+void tr__pool_free(struct tr__pool *pool, struct tr__block *block);
+uint64_t tr__pool_block_size(const struct tr__block *block);
+
+uint64_t tr__pool_release_cached(struct tr__pool *pool);
+void tr__pool_stats(struct tr__pool *pool, struct tr_memory_stats *out);
+void tr__pool_set_limit(struct tr__pool *pool, uint64_t bytes);
+void tr__pool_reset_peak(struct tr__pool *pool);
+
+/* The CPU backend: anonymous mappings, 2 MiB aligned. */
+extern const struct tr__pool_backend tr__cpu_pool_backend;
+
+/* The pool of a device, created on first use; NULL with TR_ERR_DEVICE when
+ * the device is not available. */
+struct tr__pool *tr__pool_for(struct tr_device device);
+
+#endif /* TR_POOL_IMPL_H */

@@ -1,0 +1,278 @@
+/*
+ * transfer.c - copies: compacting a view, cloning it, moving it between
+ * devices, reading it out to the host.
+ */
+#include <string.h>
+
+#include "device_impl.h"
+#include "iter_impl.h"
+
+/* ------------------------------------------------------ raw device memory */
+
+static tr_status cuda_failed(const char *fn, struct tr_device device, const char *why)
+{
+    char name[TR_DEVICE_NAME_MAX];
+
+    return tr__set_error(TR_ERR_DEVICE, "%s: %s: %s", fn,
+                         tr_device_format(device, name, sizeof name), why);
+}
+
+tr_status tr__device_fill_zero(struct tr_device device, void *dst, uint64_t bytes,
+                               const char *fn)
+{
+    char err[256];
+
+    if (device.kind == TR_DEV_CPU) {
+        tr__cpu_fill_zero(dst, bytes);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
+    if (tr__cuda()->memset(device.index, dst, 0, bytes, err, sizeof err) != 0)
+        return cuda_failed(fn, device, err);
+    return TR_OK;
+}
+
+tr_status tr__device_upload(struct tr_device device, void *dst, const void *src,
+                            uint64_t bytes, const char *fn)
+{
+    char err[256];
+
+    if (device.kind == TR_DEV_CPU) {
+        memcpy(dst, src, bytes);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
+    if (tr__cuda()->memcpy(device.index, dst, src, bytes, TR_CUDA_HOST_TO_DEVICE, err,
+                           sizeof err) != 0)
+        return cuda_failed(fn, device, err);
+    return TR_OK;
+}
+
+tr_status tr__device_download(struct tr_device device, void *dst, const void *src,
+                              uint64_t bytes, const char *fn)
+{
+    char err[256];
+
+    if (device.kind == TR_DEV_CPU) {
+        memcpy(dst, src, bytes);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
+    if (tr__cuda()->memcpy(device.index, dst, src, bytes, TR_CUDA_DEVICE_TO_HOST, err,
+                           sizeof err) != 0)
+        return cuda_failed(fn, device, err);
+    return TR_OK;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+static void byte_strides(const struct tr_tensor *t, int64_t *out)
+{
+    for (int i = 0; i < t->ndim; i++)
+        out[i] = t->strides[i] * (int64_t)tr_dtype_size(t->dtype);
+}
+
+static const char *element0(const struct tr_tensor *t)
+{
+    return t->storage->data + t->offset;
+}
+
+/* Copies t's values into the compact tensor out of t's shape on t's device. */
+static tr_status gather(struct tr_tensor *out, const struct tr_tensor *t, const char *fn)
+{
+    int64_t src_strides[TR_MAX_DIMS], dst_strides[TR_MAX_DIMS];
+    struct tr_device device = t->storage->device;
+    size_t item = tr_dtype_size(t->dtype);
+    char err[256];
+
+    if (tr_tensor_numel(t) == 0)
+        return TR_OK;
+    byte_strides(t, src_strides);
+    if (device.kind == TR_DEV_CPU) {
+        byte_strides(out, dst_strides);
+        tr__cpu_copy(out->storage->data + out->offset, dst_strides, element0(t), src_strides,
+                     t->ndim, t->shape, item);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
+    if (tr__cuda()->copy_strided(device.index, out->storage->data + out->offset, element0(t),
+                                 item, t->ndim, t->shape, src_strides, err, sizeof err) != 0)
+        return cuda_failed(fn, device, err);
+    return TR_OK;
+}
+
+struct tr_tensor *tr_clone(const struct tr_tensor *t)
+{
+    struct tr_tensor *out;
+
+    TR_CHECK_HANDLE_OR_NULL(t, "clone");
+    out = tr__empty("clone", t->dtype, t->ndim, t->shape, t->storage->device);
+    if (out && gather(out, t, "clone") != TR_OK) {
+        tr_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+struct tr_tensor *tr_contiguous(const struct tr_tensor *t)
+{
+    TR_CHECK_HANDLE_OR_NULL(t, "contiguous");
+    if (tr__is_contiguous(t->ndim, t->shape, t->strides))
+        return tr__tensor_alias(t);
+    return tr_clone(t);
+}
+
+/* A CUDA view to the host: compact views in one transfer; other views
+ * bring the span of bytes they reach and are gathered on the host. */
+static struct tr_tensor *download(const struct tr_tensor *t)
+{
+    struct tr_device device = t->storage->device;
+    int64_t item = (int64_t)tr_dtype_size(t->dtype), lo, hi, strides[TR_MAX_DIMS];
+    int64_t dst_strides[TR_MAX_DIMS], span;
+    struct tr_tensor *out, *staging;
+    tr_status status;
+
+    out = tr__empty("to", t->dtype, t->ndim, t->shape, TR_CPU);
+    if (!out || tr_tensor_numel(t) == 0)
+        return out;
+    if (tr__is_contiguous(t->ndim, t->shape, t->strides)) {
+        status = tr__device_download(device, out->storage->data, element0(t),
+                                     tr_tensor_nbytes(t), "to");
+        if (status == TR_OK)
+            return out;
+        tr_release(out);
+        return NULL;
+    }
+    tr__extent("to", t->ndim, t->shape, t->strides, &lo, &hi);
+    span = (hi - lo + 1) * item;
+    staging = tr__empty("to", TR_DTYPE_U8, 1, &span, TR_CPU);
+    status = staging ? tr__device_download(device, staging->storage->data,
+                                           element0(t) + lo * item, (uint64_t)span, "to")
+                     : tr_last_status();
+    if (status == TR_OK) {
+        byte_strides(t, strides);
+        byte_strides(out, dst_strides);
+        tr__cpu_copy(out->storage->data, dst_strides, staging->storage->data - lo * item,
+                     strides, t->ndim, t->shape, (size_t)item);
+    }
+    tr_release(staging);
+    if (status != TR_OK) {
+        tr_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+static struct tr_tensor *upload(const struct tr_tensor *t, struct tr_device device)
+{
+    struct tr_tensor *compact = tr_contiguous(t), *out = NULL;
+
+    if (compact)
+        out = tr__empty("to", t->dtype, t->ndim, t->shape, device);
+    if (out && tr_tensor_numel(t) > 0 &&
+        tr__device_upload(device, out->storage->data, element0(compact), tr_tensor_nbytes(t),
+                          "to") != TR_OK) {
+        tr_release(out);
+        out = NULL;
+    }
+    tr_release(compact);
+    return out;
+}
+
+struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device)
+{
+    struct tr_device from;
+    struct tr_tensor *host, *out;
+
+    TR_CHECK_HANDLE_OR_NULL(t, "to");
+    from = t->storage->device;
+    if (tr_device_equal(from, device))
+        return tr__tensor_alias(t);
+    if (tr__device_check(device, "to") != TR_OK)
+        return NULL;
+    if (from.kind == TR_DEV_CPU)
+        return upload(t, device);
+    if (device.kind == TR_DEV_CPU)
+        return download(t);
+    host = download(t); /* between two GPUs, through the host */
+    out = host ? upload(host, device) : NULL;
+    tr_release(host);
+    return out;
+}
+
+tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
+{
+    int64_t src_strides[TR_MAX_DIMS], dst_strides[TR_MAX_DIMS];
+    struct tr_tensor *host;
+    tr_status status;
+
+    TR_FORWARD_IF_ERROR(tr__check(t, "copy_to_host"));
+    TR_RETURN_ERROR_IF(size < tr_tensor_nbytes(t), TR_ERR_INVALID,
+                       "copy_to_host: %zu bytes of room for %llu bytes of data", size,
+                       (unsigned long long)tr_tensor_nbytes(t));
+    if (tr_tensor_numel(t) == 0)
+        return TR_OK;
+    if (t->storage->device.kind == TR_DEV_CPU) {
+        byte_strides(t, src_strides);
+        tr__contiguous_strides(t->ndim, t->shape, dst_strides);
+        for (int i = 0; i < t->ndim; i++)
+            dst_strides[i] *= (int64_t)tr_dtype_size(t->dtype);
+        tr__cpu_copy(dst, dst_strides, element0(t), src_strides, t->ndim, t->shape,
+                     tr_dtype_size(t->dtype));
+        return TR_OK;
+    }
+    host = download(t);
+    if (!host)
+        return tr_last_status();
+    memcpy(dst, host->storage->data, tr_tensor_nbytes(t));
+    status = tr_release(host);
+    return status;
+}
+
+/* ------------------------------------------------------------- elements */
+
+static double load_f64(const char *p, enum tr_dtype dtype)
+{
+    union {
+        uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64;
+        int8_t i8; int16_t i16; int32_t i32; int64_t i64;
+        float f32; double f64;
+    } v;
+
+    memcpy(&v, p, tr_dtype_size(dtype));
+    switch (dtype) {
+    case TR_DTYPE_BOOL: return v.u8 != 0;
+    case TR_DTYPE_U8: return v.u8;
+    case TR_DTYPE_U16: return v.u16;
+    case TR_DTYPE_U32: return v.u32;
+    case TR_DTYPE_U64: return (double)v.u64;
+    case TR_DTYPE_I8: return v.i8;
+    case TR_DTYPE_I16: return v.i16;
+    case TR_DTYPE_I32: return v.i32;
+    case TR_DTYPE_I64: return (double)v.i64;
+    case TR_DTYPE_F16: return tr_f16_to_f32(v.u16);
+    case TR_DTYPE_BF16: return tr_bf16_to_f32(v.u16);
+    case TR_DTYPE_F32: return v.f32;
+    case TR_DTYPE_F64: return v.f64;
+    default: return 0;
+    }
+}
+
+tr_status tr_tensor_item(const struct tr_tensor *t, const int64_t *index, double *out)
+{
+    int64_t offset = 0, item;
+    char buf[8];
+
+    TR_FORWARD_IF_ERROR(tr__check(t, "item"));
+    item = (int64_t)tr_dtype_size(t->dtype);
+    for (int i = 0; i < t->ndim; i++) {
+        TR_RETURN_ERROR_IF(index[i] < 0 || index[i] >= t->shape[i], TR_ERR_INDEX,
+                           "item: index %lld is out of range for dimension %d of size %lld",
+                           (long long)index[i], i, (long long)t->shape[i]);
+        offset += index[i] * t->strides[i] * item;
+    }
+    TR_FORWARD_IF_ERROR(tr__device_download(t->storage->device, buf, element0(t) + offset,
+                                            (uint64_t)item, "item"));
+    *out = load_f64(buf, t->dtype);
+    return TR_OK;
+}
