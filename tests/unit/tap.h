@@ -15,7 +15,7 @@ static int tap_count;
 static int tap_failures;
 
 __attribute__((format(printf, 4, 5)))
-static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
+static inline int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
 
@@ -50,7 +50,7 @@ static int tap_ok(int pass, const char *file, int line, const char *fmt, ...)
     } while (0)
 
 __attribute__((format(printf, 1, 2)))
-static void diag(const char *fmt, ...)
+static inline void diag(const char *fmt, ...)
 {
     va_list ap;
 
@@ -62,7 +62,7 @@ static void diag(const char *fmt, ...)
 }
 
 __attribute__((format(printf, 1, 2)))
-static void skip(const char *fmt, ...)
+static inline void skip(const char *fmt, ...)
 {
     va_list ap;
 
@@ -73,7 +73,7 @@ static void skip(const char *fmt, ...)
     putchar('\n');
 }
 
-static int done_testing(void)
+static inline int done_testing(void)
 {
     printf("1..%d\n", tap_count);
     return tap_failures ? 1 : 0;
