@@ -19,6 +19,10 @@
 
 #include "pool_impl.h"
 
+#ifndef TR_PKGLIBDIR
+#error "TR_PKGLIBDIR (where the CUDA module is installed) must be defined; the Makefile does"
+#endif
+
 #define MAX_CUDA_DEVICES 64
 #define MODULE_NAME "tensorrun-cuda.so"
 

@@ -408,6 +408,11 @@ static void test_f32_to_f16(bool quick)
                         "f32 subnormal 0x%08x -> 0x%04x", (unsigned)xs[k],
                         tr_f32_to_f16(u2f(xs[k])));
     }
+    for (int k = 0; k < 2000; k++) {
+        uint32_t x = rng32() & 0x807fffffu;
+        tally_check(&sub, tr_f32_to_f16(u2f(x)) == ((x >> 16) & 0x8000u),
+                    "f32 subnormal 0x%08x -> 0x%04x", (unsigned)x, tr_f32_to_f16(u2f(x)));
+    }
     tally_ok(&sub, "f32 subnormals -> signed zero");
 
     /* zeros, infinities, the largest finite values and the boundaries */
