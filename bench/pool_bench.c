@@ -64,6 +64,18 @@ static double run_pool(int rounds, size_t n, size_t page)
     return now() - t0;
 }
 
+/* A positive integer argument, or def when absent; -1 when malformed. */
+static long arg_or(int argc, char **argv, int i, long def)
+{
+    char *end;
+    long v;
+
+    if (argc <= i)
+        return def;
+    v = strtol(argv[i], &end, 10);
+    return *argv[i] && !*end && v > 0 && v < 1000000 ? v : -1;
+}
+
 static int compare(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -78,10 +90,9 @@ static double median(double *v, int n)
 
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 ? atoi(argv[1]) : 200;
-    size_t mib = argc > 2 ? (size_t)atoi(argv[2]) : 64;
-    int trials = argc > 3 ? atoi(argv[3]) : 3;
-    size_t n = mib << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    long rounds = arg_or(argc, argv, 1, 200), mib = arg_or(argc, argv, 2, 64);
+    long trials = arg_or(argc, argv, 3, 3);
+    size_t n = (size_t)mib << 20, page = (size_t)sysconf(_SC_PAGESIZE);
     double tm[64], tp[64], m, p;
     struct tr_memory_stats s;
 
@@ -89,16 +100,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: pool_bench [ROUNDS [MIB [TRIALS]]] (TRIALS at most 64)\n");
         return 2;
     }
-    for (int t = 0; t < trials; t++) {
-        tm[t] = run_malloc(rounds, n, page);
-        tp[t] = run_pool(rounds, n, page);
+    for (int t = 0; t < (int)trials; t++) {
+        tm[t] = run_malloc((int)rounds, n, page);
+        tp[t] = run_pool((int)rounds, n, page);
         tr_release_cached(TR_CPU); /* every pool trial starts cold, as malloc does */
     }
-    m = median(tm, trials);
-    p = median(tp, trials);
+    m = median(tm, (int)trials);
+    p = median(tp, (int)trials);
     tr_memory_stats(TR_CPU, &s);
-    printf("pool_bench: %d rounds of allocate / touch every page / free of %zu MiB, "
-           "median of %d alternating trials\n", rounds, mib, trials);
+    printf("pool_bench: %ld rounds of allocate / touch every page / free of %ld MiB, "
+           "median of %ld alternating trials\n", rounds, mib, trials);
     printf("  malloc/free       %8.3f s  %8.3f ms/round\n", m, m * 1e3 / rounds);
     printf("  tensorrun pool    %8.3f s  %8.3f ms/round  (%llu cache hits of %llu)\n", p,
            p * 1e3 / rounds, (unsigned long long)s.cache_hit_count,

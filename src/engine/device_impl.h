@@ -6,7 +6,7 @@
 
 #include "engine_impl.h"
 
-#include "cuda_module.h"
+#include "cuda/cuda_module.h"
 
 /* TR_OK when device exists; otherwise TR_ERR_DEVICE with a message that
  * begins with fn and says why (no driver, no module, no such index). */

@@ -300,7 +300,8 @@ bool tr_tensor_shares_storage(const struct tr_tensor *a,
 const void *tr_tensor_data(const struct tr_tensor *t);
 /* The same, for writing; NULL with TR_ERR_READONLY for read-only storage. */
 void *tr_tensor_data_mut(struct tr_tensor *t);
-/* Reads one element of a CPU tensor as a double. */
+/* Reads one element (index has one entry per dimension) as a double; a
+ * CUDA tensor's element is copied from the device. */
 tr_status tr_tensor_item(const struct tr_tensor *t, const int64_t *index,
                          double *out);
 
@@ -322,7 +323,8 @@ tr_status tr_scope_end(struct tr_scope *scope, struct tr_tensor *const *keep,
 /* Moves t to its scope's parent now (free-standing from the bottom scope;
  * nothing for a free-standing handle). */
 tr_status tr_retain(struct tr_tensor *t);
-/* Releases t at once, whatever scope holds it.  NULL is a no-op. */
+/* Releases t at once, whatever scope holds it.  NULL is a no-op.  A handle
+ * held by a scope is released by the thread that opened the scope. */
 tr_status tr_release(struct tr_tensor *t);
 /* Opens a long-lived bottom scope for interactive use; the stack must be
  * empty. */

@@ -66,10 +66,12 @@ tr_status tr__device_download(struct tr_device device, void *dst, const void *sr
 
 /* ---------------------------------------------------------------- copies */
 
+/* Strides in bytes.  A dimension of size 1 is never stepped and may carry
+ * any stride, even one whose byte count would overflow: it gets 0. */
 static void byte_strides(const struct tr_tensor *t, int64_t *out)
 {
     for (int i = 0; i < t->ndim; i++)
-        out[i] = t->strides[i] * (int64_t)tr_dtype_size(t->dtype);
+        out[i] = t->shape[i] == 1 ? 0 : t->strides[i] * (int64_t)tr_dtype_size(t->dtype);
 }
 
 static const char *element0(const struct tr_tensor *t)

@@ -50,11 +50,12 @@ struct tr_tensor *tr_slice(const struct tr_tensor *t, int dim, int64_t start,
         return NULL;
     TR_RETURN_NULL_IF(step == 0, TR_ERR_INVALID, "slice: the step must not be zero");
     count = slice_indices(t->shape[d], &start, &stop, step);
-    if (__builtin_mul_overflow(t->strides[d], step, &stride)) {
-        TR_RETURN_NULL_IF(count > 1, TR_ERR_INVALID, "slice: the step %lld is too large",
-                          (long long)step);
-        stride = t->strides[d];
-    }
+    /* a dimension of at most one element is never stepped: keeping its
+     * stride keeps a huge step out of the copies' byte strides */
+    stride = t->strides[d];
+    if (count > 1)
+        TR_RETURN_NULL_IF(__builtin_mul_overflow(t->strides[d], step, &stride),
+                          TR_ERR_INVALID, "slice: the step %lld is too large", (long long)step);
     v = tr__tensor_alias(t);
     if (!v)
         return NULL;
@@ -118,8 +119,9 @@ struct tr_tensor *tr_permute(const struct tr_tensor *t, const int *dims, int ndi
     struct tr_tensor *v;
 
     TR_CHECK_HANDLE_OR_NULL(t, "permute");
-    TR_RETURN_NULL_IF(ndim != t->ndim || (ndim > 0 && !dims), TR_ERR_INVALID,
+    TR_RETURN_NULL_IF(ndim != t->ndim, TR_ERR_INVALID,
                       "permute: %d dimensions given for a tensor of %d", ndim, t->ndim);
+    TR_RETURN_NULL_IF(ndim > 0 && !dims, TR_ERR_INVALID, "permute: no dimensions given");
     for (int i = 0; i < ndim; i++) {
         if (tr__normalize_dim("permute", dims[i], ndim, &order[i]) != TR_OK)
             return NULL;
@@ -194,7 +196,10 @@ static bool view_strides(int ndim, const int64_t *shape, const int64_t *strides,
         if (d > 0 && (shape[d - 1] == 1 || strides[d - 1] == chunk_numel * chunk_stride))
             continue; /* d - 1 continues this chunk */
         while (v >= 0 && (view_numel < chunk_numel || new_shape[v] == 1)) {
-            new_strides[v] = view_numel * chunk_stride;
+            /* only a trailing size-1 dimension can overflow here, and
+             * its stride is never stepped */
+            if (__builtin_mul_overflow(view_numel, chunk_stride, &new_strides[v]))
+                new_strides[v] = 1;
             view_numel *= new_shape[v];
             v--;
         }
@@ -260,10 +265,10 @@ struct tr_tensor *tr_expand(const struct tr_tensor *t, const int64_t *shape, int
         } else if (want >= 0 && (j < 0 || t->shape[j] == 1)) {
             new_shape[i] = want;
             new_strides[i] = 0;
-        } else if (j < 0) {
+        } else if (j < 0 || want < 0) {
             TR_RETURN_NULL_IF(true, TR_ERR_SHAPE,
-                              "expand: the new leading dimension %d cannot have size %lld", i,
-                              (long long)want);
+                              "expand: the %sdimension %d cannot have size %lld",
+                              j < 0 ? "new leading " : "", i, (long long)want);
         } else {
             TR_RETURN_NULL_IF(true, TR_ERR_SHAPE,
                               "expand: cannot expand %s to %s (dimension %d has size %lld, "

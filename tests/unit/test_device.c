@@ -9,7 +9,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "cuda_module.h"
+#include "cuda/cuda_module.h"
 #include "tensorrun.h"
 #include "tap.h"
 

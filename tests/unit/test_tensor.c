@@ -284,6 +284,36 @@ static void test_released_handles(void)
     tr_debug_handles(was);
 }
 
+/* A dimension of size 1 may carry any stride: nothing may overflow on it. */
+static void test_huge_strides(void)
+{
+    float buf[3] = {1, 2, 3}, got[3];
+    uint8_t bytes[2] = {7, 9};
+    int64_t shape[2] = {1, 3}, strides[2] = {INT64_MAX, 1};
+    int64_t wide[1] = {2}, wide_stride[1] = {INT64_C(1) << 62}, three[3] = {1, 2, 1};
+    struct tr_blob blob = {.data = buf, .nbytes = sizeof buf};
+    struct tr_blob blob8 = {.data = bytes};
+    struct tr_tensor *t = tr_from_blob(&blob, TR_DTYPE_F32, 2, shape, strides, TR_CPU);
+    struct tr_tensor *clone = tr_clone(t), *flat = tr_reshape_view(t, &shape[1], 1);
+    struct tr_tensor *u, *r;
+
+    ok(t && tr_tensor_is_contiguous(t), "huge stride on a size-1 dimension: accepted");
+    ok(clone && tr_copy_to_host(clone, got, sizeof got) == TR_OK && got[2] == 3,
+       "huge stride on a size-1 dimension: copied");
+    ok(flat && tr_tensor_strides(flat)[0] == 1, "huge stride on a size-1 dimension: reshaped");
+    /* stride 2^62 on a 2-element u8 view is within int64; a reshape that adds
+     * size-1 dimensions around it must not overflow their strides */
+    u = tr_from_blob(&blob8, TR_DTYPE_U8, 1, wide, wide_stride, TR_CPU);
+    r = tr_reshape_view(u, three, 3);
+    ok(u && r && tr_tensor_shape(r)[1] == 2 && tr_tensor_strides(r)[1] == wide_stride[0],
+       "huge stride: reshape to [1,2,1] keeps the stepped stride");
+    tr_release(r);
+    tr_release(u);
+    tr_release(flat);
+    tr_release(clone);
+    tr_release(t);
+}
+
 int main(void)
 {
     test_borrow();
@@ -293,5 +323,6 @@ int main(void)
     test_flags();
     test_copies();
     test_released_handles();
+    test_huge_strides();
     return done_testing();
 }

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "../cuda_module.h"
+#include "cuda_module.h"
 
 namespace {
 
