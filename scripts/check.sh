@@ -1,7 +1,8 @@
 #!/bin/sh
 # check.sh - install what is missing, then build and run the whole test
 # suite three ways: the normal build (build/), its unit tests under valgrind,
-# and an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/).
+# and an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/);
+# then `make distcheck`, which counts as one more test.
 # Ends with one line "N passed, N failed[, N skipped]" summed over all of
 # them, and exits non-zero when anything failed.
 set -u
@@ -50,6 +51,14 @@ if build build-asan --enable-sanitizers --without-cuda; then
     ASAN_OPTIONS=detect_leaks=1 make -s -C build-asan -j"$jobs" check
 fi
 tally build-asan/test-suite.log
+
+if make -s -C build distcheck >build/distcheck.log 2>&1; then
+    passed=$((passed + 1))
+else
+    echo "check.sh: make distcheck failed; see build/distcheck.log" >&2
+    tail -n 30 build/distcheck.log >&2
+    failed=$((failed + 1))
+fi
 
 summary="$passed passed, $failed failed"
 [ "$skipped" -gt 0 ] && summary="$summary, $skipped skipped"

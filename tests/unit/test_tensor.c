@@ -2,6 +2,8 @@
  * test_tensor.c - borrowing, adopting and strided wrapping of caller
  * memory; copies into the pool; read-only and pinned storage; handle checks.
  */
+#include "config.h"
+
 #include <string.h>
 
 #include "tensorrun.h"
@@ -272,6 +274,12 @@ static void test_released_handles(void)
     int64_t shape[1] = {4};
     bool was = tr_debug_handles(true);
     struct tr_tensor *t = tr_zeros(TR_DTYPE_F32, 1, shape, TR_CPU);
+
+#ifdef TR_DEBUG
+    ok(was, "handles: checks are on by default in a debug build");
+#else
+    ok(!was, "handles: checks are off by default in a release build");
+#endif
 
     tr_release(t);
     ok(tr_tensor_ndim(t) == -1 && tr_last_status() == TR_ERR_HANDLE,
