@@ -249,12 +249,12 @@ static void cuda_raw_free(void *ctx, void *ptr, uint64_t bytes)
     cuda_module->free(*(const int *)ctx, ptr);
 }
 
-struct tr__pool *tr__pool_for(struct tr_device device)
+struct tr__pool *tr__pool_for(struct tr_device device, const char *fn)
 {
     struct tr__pool **slot;
     struct tr__pool_backend backend;
 
-    if (tr__device_check(device, "memory") != TR_OK)
+    if (tr__device_check(device, fn) != TR_OK)
         return NULL;
     if (device.kind == TR_DEV_CPU) {
         slot = &cpu_pool;
@@ -275,7 +275,7 @@ struct tr__pool *tr__pool_for(struct tr_device device)
 
 tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out)
 {
-    struct tr__pool *pool = tr__pool_for(device);
+    struct tr__pool *pool = tr__pool_for(device, "memory_stats");
 
     if (!pool)
         return tr_last_status();
@@ -285,14 +285,14 @@ tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out)
 
 uint64_t tr_release_cached(struct tr_device device)
 {
-    struct tr__pool *pool = tr__pool_for(device);
+    struct tr__pool *pool = tr__pool_for(device, "release_cached");
 
     return pool ? tr__pool_release_cached(pool) : 0;
 }
 
 tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes)
 {
-    struct tr__pool *pool = tr__pool_for(device);
+    struct tr__pool *pool = tr__pool_for(device, "memory_set_limit");
 
     if (!pool)
         return tr_last_status();
@@ -302,7 +302,7 @@ tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes)
 
 tr_status tr_memory_reset_peak(struct tr_device device)
 {
-    struct tr__pool *pool = tr__pool_for(device);
+    struct tr__pool *pool = tr__pool_for(device, "memory_reset_peak");
 
     if (!pool)
         return tr_last_status();

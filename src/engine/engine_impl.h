@@ -61,8 +61,9 @@ struct tr_storage {
 };
 
 /* A storage holding a new block of the device pool (no block for 0 bytes);
- * its reference count starts at 0. */
-struct tr_storage *tr__storage_alloc(struct tr_device device, uint64_t nbytes);
+ * its reference count starts at 0.  Errors begin with fn. */
+struct tr_storage *tr__storage_alloc(const char *fn, struct tr_device device,
+                                     uint64_t nbytes);
 /* Frees a storage whose count never left 0 (a failed construction). */
 void tr__storage_discard(struct tr_storage *storage);
 

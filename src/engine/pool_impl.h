@@ -46,8 +46,8 @@ void tr__pool_reset_peak(struct tr__pool *pool);
 /* The CPU backend: anonymous mappings, 2 MiB aligned. */
 extern const struct tr__pool_backend tr__cpu_pool_backend;
 
-/* The pool of a device, created on first use; NULL with TR_ERR_DEVICE when
- * the device is not available. */
-struct tr__pool *tr__pool_for(struct tr_device device);
+/* The pool of a device, created on first use; NULL with TR_ERR_DEVICE (a
+ * message beginning with fn) when the device is not available. */
+struct tr__pool *tr__pool_for(struct tr_device device, const char *fn);
 
 #endif /* TR_POOL_IMPL_H */

@@ -13,9 +13,10 @@
 
 /* -------------------------------------------------------------- storage */
 
-struct tr_storage *tr__storage_alloc(struct tr_device device, uint64_t nbytes)
+struct tr_storage *tr__storage_alloc(const char *fn, struct tr_device device,
+                                     uint64_t nbytes)
 {
-    struct tr__pool *pool = tr__pool_for(device);
+    struct tr__pool *pool = tr__pool_for(device, fn);
     struct tr_storage *s;
     void *ptr = NULL;
 
@@ -226,7 +227,7 @@ struct tr_tensor *tr__empty(const char *fn, enum tr_dtype dtype, int ndim,
 
     if (tr__check_shape(fn, ndim, shape, dtype, &numel) != TR_OK)
         return NULL;
-    s = tr__storage_alloc(device, (uint64_t)numel * tr_dtype_size(dtype));
+    s = tr__storage_alloc(fn, device, (uint64_t)numel * tr_dtype_size(dtype));
     if (!s)
         return NULL;
     t = tr__tensor_new(s, dtype, ndim, shape, NULL, 0);
