@@ -111,7 +111,7 @@ static int cmd_help(int argc, char **argv)
 
     if (argc > 2)
         return usage_error("help takes at most one command, got '%s' too", argv[2]);
-    if (argc < 2) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         print_usage(stdout);
         return EXIT_OK;
     }

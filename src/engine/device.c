@@ -97,6 +97,7 @@ static bool driver_has_device(void)
     cu_count = (cu_count_fn)(uintptr_t)dlsym(driver, "cuDeviceGetCount");
     if (!cu_init || !cu_count) {
         snprintf(cuda_reason, sizeof cuda_reason, "libcuda.so.1 lacks cuInit");
+        dlclose(driver);
         return false;
     }
     rc = cu_init(0);
@@ -171,6 +172,8 @@ static void detect_cuda(void)
         dlclose(h);
         return;
     }
+    /* from here on the module stays loaded whatever happens: the CUDA
+     * runtime inside it may have started threads and exit handlers */
     n = m->device_count(cuda_reason, sizeof cuda_reason);
     if (n <= 0) {
         if (n == 0)
@@ -236,22 +239,22 @@ tr_status tr__device_check(struct tr_device device, const char *fn)
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tr__pool *cpu_pool;
 static struct tr__pool *cuda_pools[MAX_CUDA_DEVICES];
-static int cuda_pool_index[MAX_CUDA_DEVICES];
 
+/* The CUDA backends' ctx is the device index itself. */
 static void *cuda_raw_alloc(void *ctx, uint64_t bytes)
 {
-    return cuda_module->malloc(*(const int *)ctx, bytes);
+    return cuda_module->malloc((int)(intptr_t)ctx, bytes);
 }
 
 static void cuda_raw_free(void *ctx, void *ptr, uint64_t bytes)
 {
     (void)bytes;
-    cuda_module->free(*(const int *)ctx, ptr);
+    cuda_module->free((int)(intptr_t)ctx, ptr);
 }
 
 struct tr__pool *tr__pool_for(struct tr_device device, const char *fn)
 {
-    struct tr__pool **slot;
+    struct tr__pool **slot, *pool;
     struct tr__pool_backend backend;
 
     if (tr__device_check(device, fn) != TR_OK)
@@ -261,16 +264,16 @@ struct tr__pool *tr__pool_for(struct tr_device device, const char *fn)
         backend = tr__cpu_pool_backend;
     } else {
         slot = &cuda_pools[device.index];
-        cuda_pool_index[device.index] = device.index;
         backend = (struct tr__pool_backend){cuda_raw_alloc, cuda_raw_free,
-                                            &cuda_pool_index[device.index]};
+                                            (void *)(intptr_t)device.index};
     }
     pthread_mutex_lock(&pools_lock);
     if (!*slot)
         *slot = tr__pool_create(device, &backend);
+    pool = *slot;
     pthread_mutex_unlock(&pools_lock);
-    TR_RETURN_NULL_IF(!*slot, TR_ERR_OOM, "out of memory creating a device pool");
-    return *slot;
+    TR_RETURN_NULL_IF(!pool, TR_ERR_OOM, "out of memory creating a device pool");
+    return pool;
 }
 
 tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out)

@@ -7,26 +7,16 @@
 
 struct dtype_info {
     const char *name;
-    const char *alias; /* the NumPy / PyTorch long name */
+    const char *long_name;
     size_t size;
     char kind;
 };
 
 static const struct dtype_info dtypes[TR_DTYPE_COUNT] = {
-#define TR__DTYPE_INFO(e, name, size, kind) [TR_DTYPE_##e] = {#name, NULL, size, kind},
+#define TR__DTYPE_INFO(e, name, size, kind, long_name)                       \
+    [TR_DTYPE_##e] = {#name, long_name, size, kind},
     TR_DTYPE_MAP(TR__DTYPE_INFO)
 #undef TR__DTYPE_INFO
-};
-
-/* Long names, in the table's order; bool has none beyond its own. */
-static const char *const long_names[TR_DTYPE_COUNT] = {
-    [TR_DTYPE_BOOL] = "bool",     [TR_DTYPE_U8] = "uint8",
-    [TR_DTYPE_U16] = "uint16",    [TR_DTYPE_U32] = "uint32",
-    [TR_DTYPE_U64] = "uint64",    [TR_DTYPE_I8] = "int8",
-    [TR_DTYPE_I16] = "int16",     [TR_DTYPE_I32] = "int32",
-    [TR_DTYPE_I64] = "int64",     [TR_DTYPE_F16] = "float16",
-    [TR_DTYPE_BF16] = "bfloat16", [TR_DTYPE_F32] = "float32",
-    [TR_DTYPE_F64] = "float64",
 };
 
 static bool valid(enum tr_dtype dtype)
@@ -47,7 +37,7 @@ const char *tr_dtype_name(enum tr_dtype dtype)
 tr_status tr_dtype_parse(const char *name, enum tr_dtype *out)
 {
     for (int i = 0; name && i < TR_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtypes[i].name) == 0 || strcmp(name, long_names[i]) == 0) {
+        if (strcmp(name, dtypes[i].name) == 0 || strcmp(name, dtypes[i].long_name) == 0) {
             *out = (enum tr_dtype)i;
             return TR_OK;
         }

@@ -113,8 +113,9 @@ struct tr_tensor *tr__tensor_alias(const struct tr_tensor *t);
 /* Drops a handle that is already out of every scope. */
 void tr__tensor_destroy(struct tr_tensor *t);
 
-/* Checks ndim and shape (no negative sizes, no overflow of the element or
- * byte count) and stores the element count in *numel. */
+/* Checks ndim and shape (no negative sizes; the sizes other than 0 times
+ * the item size fit in int64, so that contiguous strides and byte counts
+ * never overflow) and stores the element count in *numel. */
 tr_status tr__check_shape(const char *fn, int ndim, const int64_t *shape,
                           enum tr_dtype dtype, int64_t *numel);
 /* Lowest and highest element offsets (in elements) a strided view reaches;
@@ -132,6 +133,9 @@ tr_status tr__normalize_dim(const char *fn, int dim, int ndim, int *out);
 
 /* Puts a new handle into the innermost scope (free-standing when none). */
 tr_status tr__scope_add(struct tr_tensor *t);
+/* TR_ERR_STATE (a message beginning with fn) when t is held by a scope of
+ * another thread, which alone may take it out. */
+tr_status tr__scope_check_owner(const struct tr_tensor *t, const char *fn);
 /* Takes a handle out of whatever scope holds it. */
 void tr__scope_remove(struct tr_tensor *t);
 

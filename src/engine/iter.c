@@ -15,8 +15,11 @@ void tr__iter_init(struct tr__iter *it, int ndim, const int64_t *shape, int nops
             continue;
         /* the previous kept dimension folds into this one when, in every
          * operand, stepping it equals stepping this one shape[d] times */
-        for (int k = 0; k < nops && merge; k++)
-            merge = it->strides[k][n - 1] == strides[k][d] * shape[d];
+        for (int k = 0; k < nops && merge; k++) {
+            int64_t step;
+            merge = !__builtin_mul_overflow(strides[k][d], shape[d], &step) &&
+                    it->strides[k][n - 1] == step;
+        }
         if (merge) {
             it->shape[n - 1] *= shape[d];
             for (int k = 0; k < nops; k++)

@@ -317,8 +317,14 @@ struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **p
     else
         b = grow(pool, small, bytes, size);
     if (b && !split(pool, b, size)) {
+        char dev[TR_DEVICE_NAME_MAX];
         free_list_insert(pool, b);
-        tr__set_error(TR_ERR_OOM, "out of memory: no room for the pool's bookkeeping");
+        pool->stats.oom_count++;
+        tr__set_error(TR_ERR_OOM,
+                      "out of memory on %s: no memory left for the pool's bookkeeping of a "
+                      "request for %llu bytes",
+                      tr_device_format(pool->device, dev, sizeof dev),
+                      (unsigned long long)bytes);
         b = NULL;
     }
     if (b) {

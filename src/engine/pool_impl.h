@@ -13,7 +13,9 @@
 #define TR__POOL_SMALL_SEGMENT (UINT64_C(2) << 20) /* small blocks are packed in these */
 
 /* How a pool gets and returns whole segments.  raw_alloc returns memory
- * aligned to at least 512 bytes, or NULL when the system refuses. */
+ * aligned to at least 256 bytes (blocks start at multiples of 512 bytes
+ * into a segment, so every block is at least 64-byte aligned), or NULL
+ * when the system refuses. */
 struct tr__pool_backend {
     void *(*raw_alloc)(void *ctx, uint64_t bytes);
     void (*raw_free)(void *ctx, void *ptr, uint64_t bytes);
@@ -35,9 +37,12 @@ uint64_t tr__pool_round(uint64_t bytes);
  * (and a message naming the request and the pool's state) when neither the
  * cache nor the backend can provide it within the limit. */
 struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **ptr);
+/* Returns a block to the cache, merged with free neighbours; NULL is a no-op. */
 void tr__pool_free(struct tr__pool *pool, struct tr__block *block);
 uint64_t tr__pool_block_size(const struct tr__block *block);
 
+/* The public tr_release_cached, tr_memory_stats, tr_memory_set_limit and
+ * tr_memory_reset_peak, for one pool. */
 uint64_t tr__pool_release_cached(struct tr__pool *pool);
 void tr__pool_stats(struct tr__pool *pool, struct tr_memory_stats *out);
 void tr__pool_set_limit(struct tr__pool *pool, uint64_t bytes);

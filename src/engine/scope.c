@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 struct tr_scope {
+    pthread_t owner;
     struct tr_scope *parent;
     struct tr_tensor **handles;
     size_t count, capacity;
@@ -26,6 +27,7 @@ struct scope_stack {
 
 static _Thread_local struct scope_stack stack;
 static pthread_key_t exit_key;
+static bool exit_key_made;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static void release_all(void);
@@ -40,7 +42,7 @@ static void on_thread_exit(void *arg)
 
 static void make_exit_key(void)
 {
-    pthread_key_create(&exit_key, on_thread_exit);
+    exit_key_made = pthread_key_create(&exit_key, on_thread_exit) == 0;
 }
 
 static tr_status push(bool session)
@@ -50,9 +52,9 @@ static tr_status push(bool session)
     TR_RETURN_ERROR_IF(!s, TR_ERR_OOM, "out of memory opening a scope");
     if (!stack.registered) {
         pthread_once(&exit_key_once, make_exit_key);
-        pthread_setspecific(exit_key, &stack);
-        stack.registered = true;
+        stack.registered = exit_key_made && pthread_setspecific(exit_key, &stack) == 0;
     }
+    s->owner = pthread_self();
     s->parent = stack.innermost;
     s->session = session;
     stack.innermost = s;
@@ -96,6 +98,15 @@ void tr__scope_remove(struct tr_tensor *t)
     s->handles[t->link.index] = last;
     last->link.index = t->link.index;
     t->link.scope = NULL;
+}
+
+tr_status tr__scope_check_owner(const struct tr_tensor *t, const char *fn)
+{
+    const struct tr_scope *s = t->link.scope;
+
+    TR_RETURN_ERROR_IF(s && !pthread_equal(s->owner, pthread_self()), TR_ERR_STATE,
+                       "%s: the tensor is held by a scope of another thread", fn);
+    return TR_OK;
 }
 
 tr_status tr__scope_add(struct tr_tensor *t)
@@ -147,6 +158,8 @@ tr_status tr_scope_end(struct tr_scope *scope, struct tr_tensor *const *keep, si
                        "scope_end: the scope is not the innermost open scope of this thread");
     TR_RETURN_ERROR_IF(scope->session, TR_ERR_STATE,
                        "scope_end: a session is ended with tr_session_end");
+    TR_RETURN_ERROR_IF(n > 0 && !keep, TR_ERR_INVALID, "scope_end: %zu handles to keep, "
+                       "but no array of them", n);
     for (size_t i = 0; i < n; i++)
         if (keep[i])
             TR_FORWARD_IF_ERROR(tr__check(keep[i], "scope_end"));
@@ -162,6 +175,7 @@ tr_status tr_scope_end(struct tr_scope *scope, struct tr_tensor *const *keep, si
 tr_status tr_retain(struct tr_tensor *t)
 {
     TR_FORWARD_IF_ERROR(tr__check(t, "retain"));
+    TR_FORWARD_IF_ERROR(tr__scope_check_owner(t, "retain"));
     if (!t->link.scope)
         return TR_OK;
     if (t->link.scope->parent)

@@ -8,7 +8,7 @@ tr_status tr__check_shape(const char *fn, int ndim, const int64_t *shape,
                           enum tr_dtype dtype, int64_t *numel)
 {
     char buf[160];
-    int64_t n = 1, bytes;
+    int64_t n = 1, span = (int64_t)tr_dtype_size(dtype);
 
     TR_RETURN_ERROR_IF((unsigned)dtype >= TR_DTYPE_COUNT, TR_ERR_DTYPE,
                        "%s: invalid dtype %d", fn, (int)dtype);
@@ -20,13 +20,15 @@ tr_status tr__check_shape(const char *fn, int ndim, const int64_t *shape,
         TR_RETURN_ERROR_IF(shape[i] < 0, TR_ERR_SHAPE,
                            "%s: negative size %lld in shape %s", fn, (long long)shape[i],
                            tr__format_shape(shape, ndim, buf, sizeof buf));
-    for (int i = 0; i < ndim; i++)
-        TR_RETURN_ERROR_IF(__builtin_mul_overflow(n, shape[i], &n), TR_ERR_SHAPE,
-                           "%s: shape %s has too many elements", fn,
-                           tr__format_shape(shape, ndim, buf, sizeof buf));
-    TR_RETURN_ERROR_IF(__builtin_mul_overflow(n, (int64_t)tr_dtype_size(dtype), &bytes),
-                       TR_ERR_SHAPE, "%s: shape %s of %s is too large", fn,
-                       tr__format_shape(shape, ndim, buf, sizeof buf), tr_dtype_name(dtype));
+    /* the sizes other than 0 must multiply out within int64 bytes, even in
+     * an empty tensor, so that no stride derived from them can overflow */
+    for (int i = 0; i < ndim; i++) {
+        TR_RETURN_ERROR_IF(__builtin_mul_overflow(span, shape[i] ? shape[i] : 1, &span),
+                           TR_ERR_SHAPE, "%s: shape %s of %s is too large", fn,
+                           tr__format_shape(shape, ndim, buf, sizeof buf),
+                           tr_dtype_name(dtype));
+        n *= shape[i];
+    }
     *numel = n;
     return TR_OK;
 }

@@ -157,6 +157,7 @@ tr_status tr_release(struct tr_tensor *t)
     if (!t)
         return TR_OK;
     TR_FORWARD_IF_ERROR(tr__check(t, "release"));
+    TR_FORWARD_IF_ERROR(tr__scope_check_owner(t, "release"));
     tr__scope_remove(t);
     tr__tensor_destroy(t);
     return TR_OK;
@@ -177,7 +178,9 @@ struct tr_tensor *tr_from_blob(const struct tr_blob *blob, enum tr_dtype dtype,
     if (tr__check_shape("from_blob", ndim, shape, dtype, &numel) != TR_OK ||
         tr__device_check(device, "from_blob") != TR_OK)
         return NULL;
-    if (!strides) {
+    /* an empty view reaches no memory: its strides and offset are never
+     * used, so they are made harmless rather than checked */
+    if (!strides || numel == 0) {
         tr__contiguous_strides(ndim, shape, contiguous);
         strides = contiguous;
     }
@@ -212,7 +215,7 @@ struct tr_tensor *tr_from_blob(const struct tr_blob *blob, enum tr_dtype dtype,
     s->nbytes = blob->nbytes;
     s->deleter = blob->deleter;
     s->deleter_ctx = blob->deleter_ctx;
-    t = tr__tensor_new(s, dtype, ndim, shape, strides, blob->offset);
+    t = tr__tensor_new(s, dtype, ndim, shape, strides, numel ? blob->offset : 0);
     if (!t)
         free(s);
     return t;
@@ -267,7 +270,8 @@ struct tr_tensor *tr_from_data(const void *src, enum tr_dtype dtype, int ndim,
         return t;
     if (!src) {
         tr_release(t);
-        TR_RETURN_NULL_IF(true, TR_ERR_INVALID, "from_data: the source pointer is NULL");
+        tr__set_error(TR_ERR_INVALID, "from_data: the source pointer is NULL");
+        return NULL;
     }
     if (tr__device_upload(device, t->storage->data, src, bytes, "from_data") != TR_OK) {
         tr_release(t);

@@ -68,6 +68,7 @@ tr_status tr_last_status(void);
 /* The full sentence describing it; never NULL ("" when there is none).  The
  * string stays valid until the thread's next failing call. */
 const char *tr_last_error(void);
+/* Forgets the calling thread's last error: TR_OK and "". */
 void tr_clear_error(void);
 /* "TR_ERR_OOM" and "out of memory" for TR_ERR_OOM; "?" for unknown codes. */
 const char *tr_status_name(tr_status status);
@@ -75,25 +76,26 @@ const char *tr_status_string(tr_status status);
 
 /* ---------------------------------------------------------------- dtypes */
 
-/* X(ENUM, name, size in bytes, kind): kind is 'b' bool, 'u' unsigned,
- * 'i' signed integer, 'f' floating point. */
+/* X(ENUM, name, size in bytes, kind, long name): kind is 'b' bool,
+ * 'u' unsigned, 'i' signed integer, 'f' floating point; the long name is
+ * the NumPy / PyTorch spelling, accepted by tr_dtype_parse too. */
 #define TR_DTYPE_MAP(X)                                                      \
-    X(BOOL, bool, 1, 'b')                                                    \
-    X(U8, u8, 1, 'u')                                                        \
-    X(U16, u16, 2, 'u')                                                      \
-    X(U32, u32, 4, 'u')                                                      \
-    X(U64, u64, 8, 'u')                                                      \
-    X(I8, i8, 1, 'i')                                                        \
-    X(I16, i16, 2, 'i')                                                      \
-    X(I32, i32, 4, 'i')                                                      \
-    X(I64, i64, 8, 'i')                                                      \
-    X(F16, f16, 2, 'f')                                                      \
-    X(BF16, bf16, 2, 'f')                                                    \
-    X(F32, f32, 4, 'f')                                                      \
-    X(F64, f64, 8, 'f')
+    X(BOOL, bool, 1, 'b', "bool")                                            \
+    X(U8, u8, 1, 'u', "uint8")                                               \
+    X(U16, u16, 2, 'u', "uint16")                                            \
+    X(U32, u32, 4, 'u', "uint32")                                            \
+    X(U64, u64, 8, 'u', "uint64")                                            \
+    X(I8, i8, 1, 'i', "int8")                                                \
+    X(I16, i16, 2, 'i', "int16")                                             \
+    X(I32, i32, 4, 'i', "int32")                                             \
+    X(I64, i64, 8, 'i', "int64")                                             \
+    X(F16, f16, 2, 'f', "float16")                                           \
+    X(BF16, bf16, 2, 'f', "bfloat16")                                        \
+    X(F32, f32, 4, 'f', "float32")                                           \
+    X(F64, f64, 8, 'f', "float64")
 
 enum tr_dtype {
-#define TR__DTYPE_ENUM(e, name, size, kind) TR_DTYPE_##e,
+#define TR__DTYPE_ENUM(e, name, size, kind, long_name) TR_DTYPE_##e,
     TR_DTYPE_MAP(TR__DTYPE_ENUM)
 #undef TR__DTYPE_ENUM
     TR_DTYPE_COUNT
@@ -103,9 +105,10 @@ enum tr_dtype {
 size_t tr_dtype_size(enum tr_dtype dtype);
 /* Canonical short name ("f32"); "?" for a value outside the enum. */
 const char *tr_dtype_name(enum tr_dtype dtype);
-/* Accepts the canonical names and the NumPy-style aliases (float32,
- * bfloat16, int64, uint8, ...).  Returns TR_ERR_DTYPE for anything else. */
+/* Accepts the short and the long names of the table.  Returns TR_ERR_DTYPE
+ * for anything else. */
 tr_status tr_dtype_parse(const char *name, enum tr_dtype *out);
+/* Classification; all false for a value outside the enum. */
 bool tr_dtype_is_float(enum tr_dtype dtype);
 bool tr_dtype_is_integer(enum tr_dtype dtype); /* signed or unsigned, not bool */
 bool tr_dtype_is_signed(enum tr_dtype dtype);  /* signed integers and floats */
@@ -131,14 +134,15 @@ struct tr_device {
 #define TR_CPU ((struct tr_device){TR_DEV_CPU, 0})
 #define TR_CUDA(n) ((struct tr_device){TR_DEV_CUDA, (n)})
 
-/* "cpu", "cuda" (device 0) or "cuda:N".  Only the syntax is checked; whether
- * the device exists is tr_device_available's question. */
+/* "cpu", "cuda" (device 0) or "cuda:N" with N from 0 to 63.  Whether the
+ * device exists is tr_device_available's question. */
 tr_status tr_device_parse(const char *text, struct tr_device *out);
 /* Room for any device's name. */
 #define TR_DEVICE_NAME_MAX 24
 /* Writes "cpu" or "cuda:N" into buf (TR_DEVICE_NAME_MAX bytes suffice) and
  * returns buf. */
 char *tr_device_format(struct tr_device device, char *buf, size_t size);
+/* Same kind and, for CUDA, same index. */
 bool tr_device_equal(struct tr_device a, struct tr_device b);
 /* Number of usable CUDA devices: 0 when the build has no CUDA backend, or
  * the driver, a device or the module is missing.  The first call asks the
@@ -171,7 +175,8 @@ struct tr_memory_stats {
  * was never used).  TR_ERR_DEVICE for a device that is not available. */
 tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out);
 /* Gives every idle segment of the device's pool back to the OS or driver and
- * returns the bytes released.  Never touches memory in use. */
+ * returns the bytes released.  Never touches memory in use.  0, with
+ * TR_ERR_DEVICE as the last error, for a device that is not available. */
 uint64_t tr_release_cached(struct tr_device device);
 /* Caps the pool's reserved bytes (0 removes the cap).  An allocation that
  * would pass it first releases the cache and retries once, then fails with
@@ -278,6 +283,11 @@ struct tr_tensor *tr_expand(const struct tr_tensor *t, const int64_t *shape,
 
 /* --------------------------------------------------------------- queries */
 
+/* Each query of a released or NULL handle records TR_ERR_HANDLE and returns
+ * a value no live tensor has where there is one (-1 for ndim, numel and
+ * offset; NULL for shape, strides and data; TR_DTYPE_COUNT for the dtype),
+ * else 0, false, the CPU or TR_STORAGE_BORROWED. */
+
 enum tr_dtype tr_tensor_dtype(const struct tr_tensor *t);
 int tr_tensor_ndim(const struct tr_tensor *t);
 const int64_t *tr_tensor_shape(const struct tr_tensor *t);
@@ -324,7 +334,8 @@ tr_status tr_scope_end(struct tr_scope *scope, struct tr_tensor *const *keep,
  * nothing for a free-standing handle). */
 tr_status tr_retain(struct tr_tensor *t);
 /* Releases t at once, whatever scope holds it.  NULL is a no-op.  A handle
- * held by a scope is released by the thread that opened the scope. */
+ * held by a scope can be released (or retained) only by the thread that
+ * opened the scope: TR_ERR_STATE from any other. */
 tr_status tr_release(struct tr_tensor *t);
 /* Opens a long-lived bottom scope for interactive use; the stack must be
  * empty. */

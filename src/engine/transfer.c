@@ -7,6 +7,8 @@
 #include "device_impl.h"
 #include "iter_impl.h"
 
+_Static_assert(TR_CUDA_MAX_NDIM == TR_MAX_DIMS, "the CUDA module takes every tensor rank");
+
 /* ------------------------------------------------------ raw device memory */
 
 static tr_status cuda_failed(const char *fn, struct tr_device device, const char *why)
@@ -124,56 +126,23 @@ struct tr_tensor *tr_contiguous(const struct tr_tensor *t)
     return tr_clone(t);
 }
 
-/* A CUDA view to the host: compact views in one transfer; other views
- * bring the span of bytes they reach and are gathered on the host. */
-static struct tr_tensor *download(const struct tr_tensor *t)
+/* t moved between the host and a device: compacted where it lives (a
+ * device gathers its own views), then one transfer of exactly its bytes. */
+static struct tr_tensor *move_compact(const struct tr_tensor *t, struct tr_device to)
 {
-    struct tr_device device = t->storage->device;
-    int64_t item = (int64_t)tr_dtype_size(t->dtype), lo, hi, strides[TR_MAX_DIMS];
-    int64_t dst_strides[TR_MAX_DIMS], span;
-    struct tr_tensor *out, *staging;
-    tr_status status;
-
-    out = tr__empty("to", t->dtype, t->ndim, t->shape, TR_CPU);
-    if (!out || tr_tensor_numel(t) == 0)
-        return out;
-    if (tr__is_contiguous(t->ndim, t->shape, t->strides)) {
-        status = tr__device_download(device, out->storage->data, element0(t),
-                                     tr_tensor_nbytes(t), "to");
-        if (status == TR_OK)
-            return out;
-        tr_release(out);
-        return NULL;
-    }
-    tr__extent("to", t->ndim, t->shape, t->strides, &lo, &hi);
-    span = (hi - lo + 1) * item;
-    staging = tr__empty("to", TR_DTYPE_U8, 1, &span, TR_CPU);
-    status = staging ? tr__device_download(device, staging->storage->data,
-                                           element0(t) + lo * item, (uint64_t)span, "to")
-                     : tr_last_status();
-    if (status == TR_OK) {
-        byte_strides(t, strides);
-        byte_strides(out, dst_strides);
-        tr__cpu_copy(out->storage->data, dst_strides, staging->storage->data - lo * item,
-                     strides, t->ndim, t->shape, (size_t)item);
-    }
-    tr_release(staging);
-    if (status != TR_OK) {
-        tr_release(out);
-        return NULL;
-    }
-    return out;
-}
-
-static struct tr_tensor *upload(const struct tr_tensor *t, struct tr_device device)
-{
+    struct tr_device from = t->storage->device;
     struct tr_tensor *compact = tr_contiguous(t), *out = NULL;
+    uint64_t bytes = tr_tensor_nbytes(t);
+    tr_status status = TR_OK;
 
     if (compact)
-        out = tr__empty("to", t->dtype, t->ndim, t->shape, device);
-    if (out && tr_tensor_numel(t) > 0 &&
-        tr__device_upload(device, out->storage->data, element0(compact), tr_tensor_nbytes(t),
-                          "to") != TR_OK) {
+        out = tr__empty("to", t->dtype, t->ndim, t->shape, to);
+    if (out && bytes > 0)
+        status = from.kind == TR_DEV_CPU
+                     ? tr__device_upload(to, out->storage->data, element0(compact), bytes, "to")
+                     : tr__device_download(from, out->storage->data, element0(compact), bytes,
+                                           "to");
+    if (status != TR_OK) {
         tr_release(out);
         out = NULL;
     }
@@ -192,12 +161,10 @@ struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device)
         return tr__tensor_alias(t);
     if (tr__device_check(device, "to") != TR_OK)
         return NULL;
-    if (from.kind == TR_DEV_CPU)
-        return upload(t, device);
-    if (device.kind == TR_DEV_CPU)
-        return download(t);
-    host = download(t); /* between two GPUs, through the host */
-    out = host ? upload(host, device) : NULL;
+    if (from.kind == TR_DEV_CPU || device.kind == TR_DEV_CPU)
+        return move_compact(t, device);
+    host = move_compact(t, TR_CPU); /* between two GPUs, through the host */
+    out = host ? move_compact(host, device) : NULL;
     tr_release(host);
     return out;
 }
@@ -206,7 +173,6 @@ tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
 {
     int64_t src_strides[TR_MAX_DIMS], dst_strides[TR_MAX_DIMS];
     struct tr_tensor *host;
-    tr_status status;
 
     TR_FORWARD_IF_ERROR(tr__check(t, "copy_to_host"));
     TR_RETURN_ERROR_IF(size < tr_tensor_nbytes(t), TR_ERR_INVALID,
@@ -223,12 +189,11 @@ tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
                      tr_dtype_size(t->dtype));
         return TR_OK;
     }
-    host = download(t);
+    host = move_compact(t, TR_CPU);
     if (!host)
         return tr_last_status();
     memcpy(dst, host->storage->data, tr_tensor_nbytes(t));
-    status = tr_release(host);
-    return status;
+    return tr_release(host);
 }
 
 /* ------------------------------------------------------------- elements */

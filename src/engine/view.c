@@ -192,8 +192,11 @@ static bool view_strides(int ndim, const int64_t *shape, const int64_t *strides,
     }
     chunk_stride = strides[ndim - 1];
     for (int d = ndim - 1; d >= 0; d--) {
+        int64_t reach;
         chunk_numel *= shape[d];
-        if (d > 0 && (shape[d - 1] == 1 || strides[d - 1] == chunk_numel * chunk_stride))
+        if (d > 0 && (shape[d - 1] == 1 ||
+                      (!__builtin_mul_overflow(chunk_numel, chunk_stride, &reach) &&
+                       strides[d - 1] == reach)))
             continue; /* d - 1 continues this chunk */
         while (v >= 0 && (view_numel < chunk_numel || new_shape[v] == 1)) {
             /* only a trailing size-1 dimension can overflow here, and
@@ -215,12 +218,13 @@ static bool view_strides(int ndim, const int64_t *shape, const int64_t *strides,
 
 struct tr_tensor *tr_reshape_view(const struct tr_tensor *t, const int64_t *shape, int ndim)
 {
-    int64_t new_shape[TR_MAX_DIMS], new_strides[TR_MAX_DIMS];
+    int64_t new_shape[TR_MAX_DIMS], new_strides[TR_MAX_DIMS], numel;
     char a[160], b[160], c[160];
     struct tr_tensor *v;
 
     TR_CHECK_HANDLE_OR_NULL(t, "reshape");
-    if (infer_shape("reshape", t, shape, ndim, new_shape) != TR_OK)
+    if (infer_shape("reshape", t, shape, ndim, new_shape) != TR_OK ||
+        tr__check_shape("reshape", ndim, new_shape, t->dtype, &numel) != TR_OK)
         return NULL;
     if (tr_tensor_numel(t) == 0)
         tr__contiguous_strides(ndim, new_shape, new_strides);
@@ -266,16 +270,16 @@ struct tr_tensor *tr_expand(const struct tr_tensor *t, const int64_t *shape, int
             new_shape[i] = want;
             new_strides[i] = 0;
         } else if (j < 0 || want < 0) {
-            TR_RETURN_NULL_IF(true, TR_ERR_SHAPE,
-                              "expand: the %sdimension %d cannot have size %lld",
-                              j < 0 ? "new leading " : "", i, (long long)want);
+            tr__set_error(TR_ERR_SHAPE, "expand: the %sdimension %d cannot have size %lld",
+                          j < 0 ? "new leading " : "", i, (long long)want);
+            return NULL;
         } else {
-            TR_RETURN_NULL_IF(true, TR_ERR_SHAPE,
-                              "expand: cannot expand %s to %s (dimension %d has size %lld, "
-                              "not 1)",
-                              tr__format_shape(t->shape, t->ndim, a, sizeof a),
-                              tr__format_shape(shape, ndim, b, sizeof b), j,
-                              (long long)t->shape[j]);
+            tr__set_error(TR_ERR_SHAPE,
+                          "expand: cannot expand %s to %s (dimension %d has size %lld, not 1)",
+                          tr__format_shape(t->shape, t->ndim, a, sizeof a),
+                          tr__format_shape(shape, ndim, b, sizeof b), j,
+                          (long long)t->shape[j]);
+            return NULL;
         }
     }
     if (tr__check_shape("expand", ndim, new_shape, t->dtype, &numel) != TR_OK)

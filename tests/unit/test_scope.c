@@ -104,6 +104,26 @@ static void test_errors(void)
     tr_debug_handles(was);
 }
 
+static void *release_from_elsewhere(void *arg)
+{
+    return (void *)(intptr_t)tr_release(arg);
+}
+
+static void test_other_threads_handles(void)
+{
+    struct tr_scope *s = tr_scope_begin();
+    struct tr_tensor *t = f32(4, 4);
+    pthread_t th;
+    void *status;
+
+    pthread_create(&th, NULL, release_from_elsewhere, t);
+    pthread_join(th, &status);
+    is_int((intptr_t)status, TR_ERR_STATE, "another thread cannot release a scoped handle");
+    is_int(tr_tensor_ndim(t), 2, "and the handle stays alive");
+    is_int(tr_scope_end(s, NULL, 3), TR_ERR_INVALID, "keeping 3 handles of no array fails");
+    ok(tr_scope_end(s, NULL, 0) == TR_OK, "the scope ends normally");
+}
+
 static void test_session(void)
 {
     uint64_t before = active();
@@ -177,6 +197,7 @@ int main(void)
     test_keep_to_bottom();
     test_retain_release();
     test_errors();
+    test_other_threads_handles();
     test_session();
     test_threads();
     return done_testing();

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "iter_impl.h"
 #include "tensorrun.h"
 #include "tap.h"
 
@@ -322,6 +323,59 @@ static void test_huge_strides(void)
     tr_release(t);
 }
 
+/* Extreme but legal sizes, strides and offsets must fail cleanly or work,
+ * never overflow (the sanitizer build turns any overflow into a failure). */
+static void test_no_overflow(void)
+{
+    uint8_t bytes[8] = {0};
+    float src[12], dst[13];
+    int64_t empty_huge[3] = {0, INT64_MAX, 4}, empty[2] = {3, 0};
+    int64_t huge_strides[2] = {INT64_MAX, 1}, six[1] = {6};
+    int64_t shape23[2] = {2, 3}, wild[2] = {1, INT64_C(3100000000000000000)};
+    int64_t m[2] = {3, 4};
+    struct tr_blob blob = {.data = bytes, .offset = INT64_MAX};
+    struct tr_tensor *t, *v, *w;
+    struct tr__iter it;
+    const int64_t *iter_strides[1] = {wild};
+
+    ok(!tr_empty(TR_DTYPE_U8, 3, empty_huge, TR_CPU) && tr_last_status() == TR_ERR_SHAPE,
+       "overflow: an empty shape whose other sizes overflow is refused: %s", tr_last_error());
+    t = tr_from_blob(&blob, TR_DTYPE_U8, 2, empty, huge_strides, TR_CPU);
+    ok(t && tr_tensor_offset(t) == 0 && tr_tensor_strides(t)[0] == 1,
+       "overflow: an empty blob view gets harmless strides and offset");
+    v = tr_select(t, 0, 2);
+    w = tr_slice(t, 0, 1, 2, 1);
+    ok(v && w && tr_tensor_numel(v) == 0 && tr_tensor_numel(w) == 0,
+       "overflow: views of it stay empty");
+    tr_release(w);
+    tr_release(v);
+    v = tr_reshape_view(t, empty_huge, 3);
+    ok(!v && tr_last_status() == TR_ERR_SHAPE, "overflow: reshaping it to an overflowing shape fails");
+    tr_release(t);
+
+    /* a u8 view whose inner stride times its size overflows int64 */
+    blob = (struct tr_blob){.data = bytes};
+    t = tr_from_blob(&blob, TR_DTYPE_U8, 2, shape23, wild, TR_CPU);
+    ok(t != NULL, "overflow: a view reaching 6.2e18 bytes of an unchecked blob");
+    ok(!tr_reshape_view(t, six, 1) && tr_last_status() == TR_ERR_SHAPE,
+       "overflow: reshaping it fails cleanly: %s", tr_last_error());
+    tr_release(t);
+    tr__iter_init(&it, 2, shape23, 1, iter_strides);
+    is_int(it.ndim, 2, "overflow: the kernels' iterator does not merge such dimensions");
+
+    /* a caller's buffer of any alignment */
+    for (int i = 0; i < 12; i++)
+        src[i] = (float)i;
+    t = tr_from_data(src, TR_DTYPE_F32, 2, m, TR_CPU);
+    v = tr_transpose(t, 0, 1);
+    ok(tr_copy_to_host(v, (char *)dst + 1, sizeof dst - 1) == TR_OK,
+       "copy_to_host: a misaligned destination works");
+    memmove(dst, (char *)dst + 1, 12 * sizeof(float));
+    ok(dst[1] == 4 && dst[11] == 11, "copy_to_host: and holds the transposed values");
+    tr_release(v);
+    tr_release(t);
+}
+
 int main(void)
 {
     test_borrow();
@@ -332,5 +386,6 @@ int main(void)
     test_copies();
     test_released_handles();
     test_huge_strides();
+    test_no_overflow();
     return done_testing();
 }

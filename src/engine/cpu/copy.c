@@ -11,14 +11,12 @@
 #define BLOCK_ELEMENTS 16384
 #define PARALLEL_BYTES (UINT64_C(1) << 20)
 
+/* One element at a time, through memcpy of a constant size (a single move
+ * once compiled), since dst may be a caller's buffer of any alignment. */
 #define COPY_ROW(type)                                                       \
     do {                                                                     \
-        type *d = (type *)dst;                                               \
-        const type *s = (const type *)src;                                   \
-        int64_t ds = dst_stride / (int64_t)sizeof(type);                     \
-        int64_t ss = src_stride / (int64_t)sizeof(type);                     \
         for (int64_t i = 0; i < n; i++)                                      \
-            d[i * ds] = s[i * ss];                                           \
+            memcpy(dst + i * dst_stride, src + i * src_stride, sizeof(type)); \
     } while (0)
 
 static void copy_row(char *dst, int64_t dst_stride, const char *src, int64_t src_stride,
