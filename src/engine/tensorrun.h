@@ -255,7 +255,9 @@ tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size);
 
 /* ----------------------------------------------------------------- views */
 
-/* Omitted start or stop of a slice, as in Python's x[:5] or x[2:]. */
+/* Omitted start or stop of a slice, as in Python's x[:5] or x[2:] (so
+ * INT64_MIN itself cannot be given as a bound; any value below -size
+ * clamps the same way). */
 #define TR_SLICE_NONE INT64_MIN
 
 /* x[start:stop:step] along dim, with Python's rules (negative start and stop
@@ -326,7 +328,9 @@ struct tr_scope *tr_scope_begin(void);
  * Closes scope, which must be the thread's innermost: every handle in it is
  * released except the n handles in keep, which move to the parent scope (or
  * become free-standing when scope is at the bottom of the stack).  A keep
- * entry that belongs to an outer scope, or is NULL, is left alone.
+ * entry that belongs to an outer scope, or is NULL, is left alone.  Fails,
+ * leaving the scope open and untouched, when scope is not the innermost or
+ * a keep entry is a released handle.
  */
 tr_status tr_scope_end(struct tr_scope *scope, struct tr_tensor *const *keep,
                        size_t n);
