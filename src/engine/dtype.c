@@ -3,6 +3,7 @@
  */
 #include "engine_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 struct dtype_info {
@@ -125,6 +126,34 @@ uint16_t tr_f32_to_f16(float value)
     /* normal: rebias the exponent, round 23 mantissa bits to 10; a carry
      * out of the mantissa correctly bumps the exponent */
     return (uint16_t)(sign | shift_round_even(((e - 112) << 23) | (a & 0x7fffffu), 13));
+}
+
+/* d rounded to f32 "to odd": truncated toward zero, with the last bit set
+ * when anything was cut off.  Rounding that once more to a format with at
+ * least two fewer significant bits, to nearest even, gives exactly the
+ * correctly rounded result from d, which rounding through (float)d does not
+ * always (double rounding). */
+static float f64_to_f32_round_odd(double d)
+{
+    float f = (float)d;
+    uint32_t bits;
+
+    if (d != d || (double)f == d)
+        return f;
+    bits = float_bits(f);
+    if (fabs((double)f) > fabs(d))
+        bits--; /* rounded away from zero: step back toward it */
+    return bits_float(bits | 1u);
+}
+
+uint16_t tr_f64_to_f16(double value)
+{
+    return tr_f32_to_f16(f64_to_f32_round_odd(value));
+}
+
+uint16_t tr_f64_to_bf16(double value)
+{
+    return tr_f32_to_bf16(f64_to_f32_round_odd(value));
 }
 
 float tr_bf16_to_f32(uint16_t bits)

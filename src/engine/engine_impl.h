@@ -13,10 +13,8 @@
 
 /* ---------------------------------------------------------------- errors */
 
-/* Records status and a printf-formatted sentence as the calling thread's
- * last error; returns status. */
-tr_status tr__set_error(tr_status status, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+/* The engine's own name for tr_set_error. */
+#define tr__set_error tr_set_error
 
 #define TR_RETURN_ERROR_IF(cond, status, ...)                                \
     do {                                                                     \
@@ -123,6 +121,9 @@ tr_status tr__check_shape(const char *fn, int ndim, const int64_t *shape,
 tr_status tr__extent(const char *fn, int ndim, const int64_t *shape,
                      const int64_t *strides, int64_t *lo, int64_t *hi);
 void tr__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+/* t's strides in bytes.  A dimension of size 1 is never stepped and may
+ * carry any stride, even one whose byte count would overflow: it gets 0. */
+void tr__byte_strides(const struct tr_tensor *t, int64_t *out);
 /* C order, ignoring the strides of size-1 dimensions; true when empty. */
 bool tr__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 /* Normalises a possibly negative dim into [0, ndim); TR_ERR_INDEX if out of

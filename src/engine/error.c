@@ -23,7 +23,7 @@ static const char *const status_strings[] = {
 #undef TR__STATUS_STRING
 };
 
-tr_status tr__set_error(tr_status status, const char *fmt, ...)
+tr_status tr_set_error(tr_status status, const char *fmt, ...)
 {
     va_list ap;
 

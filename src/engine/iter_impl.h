@@ -35,6 +35,12 @@ void tr__cpu_copy(char *dst, const int64_t *dst_strides, const char *src,
                   const int64_t *src_strides, int ndim, const int64_t *shape,
                   size_t itemsize);
 
+/* Like tr__cpu_copy, converting each element from dtype `from` to `to`
+ * with the rules of tr_copy_into. */
+void tr__cpu_cast(char *dst, const int64_t *dst_strides, enum tr_dtype to, const char *src,
+                  const int64_t *src_strides, enum tr_dtype from, int ndim,
+                  const int64_t *shape);
+
 /* Sets bytes bytes at dst to zero, using all threads for large spans. */
 void tr__cpu_fill_zero(char *dst, uint64_t bytes);
 

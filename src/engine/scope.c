@@ -184,6 +184,14 @@ tr_status tr_retain(struct tr_tensor *t)
     return TR_OK;
 }
 
+tr_status tr_detach(struct tr_tensor *t)
+{
+    TR_FORWARD_IF_ERROR(tr__check(t, "detach"));
+    TR_FORWARD_IF_ERROR(tr__scope_check_owner(t, "detach"));
+    tr__scope_remove(t);
+    return TR_OK;
+}
+
 tr_status tr_session_begin(void)
 {
     TR_RETURN_ERROR_IF(stack.innermost, TR_ERR_STATE,

@@ -65,6 +65,12 @@ void tr__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
+void tr__byte_strides(const struct tr_tensor *t, int64_t *out)
+{
+    for (int i = 0; i < t->ndim; i++)
+        out[i] = t->shape[i] == 1 ? 0 : t->strides[i] * (int64_t)tr_dtype_size(t->dtype);
+}
+
 tr_status tr__normalize_dim(const char *fn, int dim, int ndim, int *out)
 {
     TR_RETURN_ERROR_IF(dim < -ndim || dim >= ndim || ndim == 0, TR_ERR_INDEX,

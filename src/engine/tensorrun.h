@@ -70,6 +70,10 @@ tr_status tr_last_status(void);
 const char *tr_last_error(void);
 /* Forgets the calling thread's last error: TR_OK and "". */
 void tr_clear_error(void);
+/* Records status and a printf-formatted sentence as the calling thread's
+ * last error, for the layers built on the engine; returns status. */
+tr_status tr_set_error(tr_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* "TR_ERR_OOM" and "out of memory" for TR_ERR_OOM; "?" for unknown codes. */
 const char *tr_status_name(tr_status status);
 const char *tr_status_string(tr_status status);
@@ -121,6 +125,10 @@ float tr_f16_to_f32(uint16_t bits);
 uint16_t tr_f32_to_f16(float value);
 float tr_bf16_to_f32(uint16_t bits);
 uint16_t tr_f32_to_bf16(float value);
+/* The same from f64, rounded once (not through f32, which could round
+ * twice). */
+uint16_t tr_f64_to_f16(double value);
+uint16_t tr_f64_to_bf16(double value);
 
 /* --------------------------------------------------------------- devices */
 
@@ -250,6 +258,19 @@ struct tr_tensor *tr_clone(const struct tr_tensor *t);
  * device does not exist. */
 struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device);
 
+/*
+ * Writes src's values into dst, element by element, converting the dtype:
+ * both on the CPU, of one shape; dst writable and not overlapping src.
+ * Conversions: floats to integers truncate toward zero and saturate at the
+ * integer's limits (NaN gives 0); integers to narrower integers wrap (two's
+ * complement); anything to bool is "not zero" (NaN is true); to floats
+ * rounds to nearest even, once.
+ */
+tr_status tr_copy_into(struct tr_tensor *dst, const struct tr_tensor *src);
+/* A compact copy of t converted to dtype (a new handle of t itself when t
+ * is compact and already of dtype).  CPU only. */
+struct tr_tensor *tr_cast(const struct tr_tensor *t, enum tr_dtype dtype);
+
 /* Copies t's values into the C-ordered host buffer dst of tr_nbytes(t). */
 tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size);
 
@@ -278,6 +299,14 @@ struct tr_tensor *tr_permute(const struct tr_tensor *t, const int *dims,
  * strides cannot express the new shape (then only a copy can). */
 struct tr_tensor *tr_reshape_view(const struct tr_tensor *t,
                                   const int64_t *shape, int ndim);
+/* Any view of base's storage: dtype, shape and strides (in elements) of
+ * one's choosing, element 0 at offset bytes from base's element 0.  The
+ * view must lie inside the storage (when its length is known) and element
+ * 0 be aligned to the dtype's size; TR_ERR_INVALID otherwise.  This is how
+ * one mapping of a file becomes the views of all its tensors. */
+struct tr_tensor *tr_as_strided(const struct tr_tensor *base, enum tr_dtype dtype, int ndim,
+                                const int64_t *shape, const int64_t *strides,
+                                int64_t offset);
 /* Broadcasts size-1 dimensions (and new leading ones) to shape with stride
  * 0; -1 keeps a dimension's size. */
 struct tr_tensor *tr_expand(const struct tr_tensor *t, const int64_t *shape,
@@ -341,6 +370,9 @@ tr_status tr_retain(struct tr_tensor *t);
  * held by a scope can be released (or retained) only by the thread that
  * opened the scope: TR_ERR_STATE from any other. */
 tr_status tr_release(struct tr_tensor *t);
+/* Takes t out of whatever scope holds it: it becomes free-standing and
+ * lives until tr_release.  For handles that an object keeps for itself. */
+tr_status tr_detach(struct tr_tensor *t);
 /* Opens a long-lived bottom scope for interactive use; the stack must be
  * empty. */
 tr_status tr_session_begin(void);

@@ -68,14 +68,6 @@ tr_status tr__device_download(struct tr_device device, void *dst, const void *sr
 
 /* ---------------------------------------------------------------- copies */
 
-/* Strides in bytes.  A dimension of size 1 is never stepped and may carry
- * any stride, even one whose byte count would overflow: it gets 0. */
-static void byte_strides(const struct tr_tensor *t, int64_t *out)
-{
-    for (int i = 0; i < t->ndim; i++)
-        out[i] = t->shape[i] == 1 ? 0 : t->strides[i] * (int64_t)tr_dtype_size(t->dtype);
-}
-
 static const char *element0(const struct tr_tensor *t)
 {
     return t->storage->data + t->offset;
@@ -91,9 +83,9 @@ static tr_status gather(struct tr_tensor *out, const struct tr_tensor *t, const 
 
     if (tr_tensor_numel(t) == 0)
         return TR_OK;
-    byte_strides(t, src_strides);
+    tr__byte_strides(t, src_strides);
     if (device.kind == TR_DEV_CPU) {
-        byte_strides(out, dst_strides);
+        tr__byte_strides(out, dst_strides);
         tr__cpu_copy(out->storage->data + out->offset, dst_strides, element0(t), src_strides,
                      t->ndim, t->shape, item);
         return TR_OK;
@@ -181,7 +173,7 @@ tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
     if (tr_tensor_numel(t) == 0)
         return TR_OK;
     if (t->storage->device.kind == TR_DEV_CPU) {
-        byte_strides(t, src_strides);
+        tr__byte_strides(t, src_strides);
         tr__contiguous_strides(t->ndim, t->shape, dst_strides);
         for (int i = 0; i < t->ndim; i++)
             dst_strides[i] *= (int64_t)tr_dtype_size(t->dtype);

@@ -294,3 +294,40 @@ struct tr_tensor *tr_expand(const struct tr_tensor *t, const int64_t *shape, int
     }
     return v;
 }
+
+struct tr_tensor *tr_as_strided(const struct tr_tensor *base, enum tr_dtype dtype, int ndim,
+                                const int64_t *shape, const int64_t *strides,
+                                int64_t offset)
+{
+    int64_t numel, lo, hi, item, first, last, contiguous[TR_MAX_DIMS];
+    const struct tr_storage *s;
+
+    TR_CHECK_HANDLE_OR_NULL(base, "as_strided");
+    if (tr__check_shape("as_strided", ndim, shape, dtype, &numel) != TR_OK)
+        return NULL;
+    if (!strides || numel == 0) {
+        tr__contiguous_strides(ndim, shape, contiguous);
+        strides = contiguous;
+    }
+    if (tr__extent("as_strided", ndim, shape, strides, &lo, &hi) != TR_OK)
+        return NULL;
+    s = base->storage;
+    item = (int64_t)tr_dtype_size(dtype);
+    if (numel == 0)
+        return tr__tensor_new(base->storage, dtype, ndim, shape, strides, base->offset);
+    TR_RETURN_NULL_IF(__builtin_add_overflow(base->offset, offset, &offset) ||
+                          __builtin_mul_overflow(lo, item, &first) ||
+                          __builtin_add_overflow(first, offset, &first) ||
+                          __builtin_add_overflow(hi, 1, &last) ||
+                          __builtin_mul_overflow(last, item, &last) ||
+                          __builtin_add_overflow(last, offset, &last),
+                      TR_ERR_INVALID, "as_strided: the view's extent overflows");
+    TR_RETURN_NULL_IF(first < 0 || (s->nbytes && (uint64_t)last > s->nbytes), TR_ERR_INVALID,
+                      "as_strided: the view reaches bytes %lld to %lld of a %llu-byte storage",
+                      (long long)first, (long long)last, (unsigned long long)s->nbytes);
+    TR_RETURN_NULL_IF(((uintptr_t)s->data + (uintptr_t)offset) % (uintptr_t)item,
+                      TR_ERR_INVALID,
+                      "as_strided: the data is not aligned to the %lld-byte size of %s",
+                      (long long)item, tr_dtype_name(dtype));
+    return tr__tensor_new(base->storage, dtype, ndim, shape, strides, offset);
+}

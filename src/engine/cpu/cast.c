@@ -1,0 +1,200 @@
+/*
+ * cpu/cast.c - the elementwise dtype conversion kernel: every one of the
+ * 13 x 13 source and destination dtypes, with the rules of tr_copy_into.
+ *
+ * A source element is loaded into the widest value of its kind (double for
+ * floats, int64_t or uint64_t for integers and bool), and a destination
+ * element is stored from that value by a function chosen with _Generic, so
+ * that every pair rounds or wraps once, from the source's exact value.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../iter_impl.h"
+
+/* --------------------------------------------------------------- loads */
+
+static inline uint64_t load_bool(uint8_t x) { return x != 0; }
+static inline uint64_t load_u8(uint8_t x) { return x; }
+static inline uint64_t load_u16(uint16_t x) { return x; }
+static inline uint64_t load_u32(uint32_t x) { return x; }
+static inline uint64_t load_u64(uint64_t x) { return x; }
+static inline int64_t load_i8(int8_t x) { return x; }
+static inline int64_t load_i16(int16_t x) { return x; }
+static inline int64_t load_i32(int32_t x) { return x; }
+static inline int64_t load_i64(int64_t x) { return x; }
+static inline double load_f16(uint16_t x) { return tr_f16_to_f32(x); }
+static inline double load_bf16(uint16_t x) { return tr_bf16_to_f32(x); }
+static inline double load_f32(float x) { return x; }
+static inline double load_f64(double x) { return x; }
+
+/* -------------------------------------------------------------- stores */
+
+/* Integers from integers wrap; from floats truncate toward zero and
+ * saturate, NaN giving 0.  (double)MAX may round up past MAX (2^63 for
+ * int64), which the >= comparison turns into saturation as wanted. */
+#define INTEGER_STORES(T, MIN, MAX)                                          \
+    static inline T T##_from_u(uint64_t v) { return (T)v; }                 \
+    static inline T T##_from_i(int64_t v) { return (T)(uint64_t)v; }       \
+    static inline T T##_from_f(double v)                                     \
+    {                                                                        \
+        if (v != v)                                                          \
+            return 0;                                                        \
+        if (v <= (double)(MIN))                                              \
+            return (MIN);                                                    \
+        if (v >= (double)(MAX))                                              \
+            return (MAX);                                                    \
+        return (T)v;                                                         \
+    }
+
+INTEGER_STORES(uint8_t, 0, UINT8_MAX)
+INTEGER_STORES(uint16_t, 0, UINT16_MAX)
+INTEGER_STORES(uint32_t, 0, UINT32_MAX)
+INTEGER_STORES(uint64_t, 0, UINT64_MAX)
+INTEGER_STORES(int8_t, INT8_MIN, INT8_MAX)
+INTEGER_STORES(int16_t, INT16_MIN, INT16_MAX)
+INTEGER_STORES(int32_t, INT32_MIN, INT32_MAX)
+INTEGER_STORES(int64_t, INT64_MIN, INT64_MAX)
+
+static inline uint8_t boolean_from_u(uint64_t v) { return v != 0; }
+static inline uint8_t boolean_from_i(int64_t v) { return v != 0; }
+static inline uint8_t boolean_from_f(double v) { return v != 0; }
+
+static inline uint16_t f16_from_u(uint64_t v) { return tr_f64_to_f16((double)v); }
+static inline uint16_t f16_from_i(int64_t v) { return tr_f64_to_f16((double)v); }
+static inline uint16_t f16_from_f(double v) { return tr_f64_to_f16(v); }
+static inline uint16_t bf16_from_u(uint64_t v) { return tr_f64_to_bf16((double)v); }
+static inline uint16_t bf16_from_i(int64_t v) { return tr_f64_to_bf16((double)v); }
+static inline uint16_t bf16_from_f(double v) { return tr_f64_to_bf16(v); }
+static inline float f32_from_u(uint64_t v) { return (float)v; }
+static inline float f32_from_i(int64_t v) { return (float)v; }
+static inline float f32_from_f(double v) { return (float)v; }
+static inline double f64_from_u(uint64_t v) { return (double)v; }
+static inline double f64_from_i(int64_t v) { return (double)v; }
+static inline double f64_from_f(double v) { return v; }
+
+#define STORE(prefix, v)                                                     \
+    _Generic((v), uint64_t: prefix##_from_u, int64_t: prefix##_from_i,       \
+             double: prefix##_from_f)(v)
+
+/* --------------------------------------------------------------- loops */
+
+#define LOOP(SRC_T, LOAD, DST_T, PREFIX)                                     \
+    for (int64_t i = 0; i < n; i++) {                                        \
+        SRC_T x;                                                             \
+        DST_T y;                                                             \
+        memcpy(&x, src + i * ss, sizeof x);                                  \
+        y = STORE(PREFIX, LOAD(x));                                          \
+        memcpy(dst + i * ds, &y, sizeof y);                                  \
+    }
+
+#define TO_EACH_DESTINATION(SRC_T, LOAD)                                     \
+    switch (to) {                                                            \
+    case TR_DTYPE_BOOL: LOOP(SRC_T, LOAD, uint8_t, boolean); break;             \
+    case TR_DTYPE_U8: LOOP(SRC_T, LOAD, uint8_t, uint8_t); break;            \
+    case TR_DTYPE_U16: LOOP(SRC_T, LOAD, uint16_t, uint16_t); break;         \
+    case TR_DTYPE_U32: LOOP(SRC_T, LOAD, uint32_t, uint32_t); break;         \
+    case TR_DTYPE_U64: LOOP(SRC_T, LOAD, uint64_t, uint64_t); break;         \
+    case TR_DTYPE_I8: LOOP(SRC_T, LOAD, int8_t, int8_t); break;              \
+    case TR_DTYPE_I16: LOOP(SRC_T, LOAD, int16_t, int16_t); break;           \
+    case TR_DTYPE_I32: LOOP(SRC_T, LOAD, int32_t, int32_t); break;           \
+    case TR_DTYPE_I64: LOOP(SRC_T, LOAD, int64_t, int64_t); break;           \
+    case TR_DTYPE_F16: LOOP(SRC_T, LOAD, uint16_t, f16); break;              \
+    case TR_DTYPE_BF16: LOOP(SRC_T, LOAD, uint16_t, bf16); break;            \
+    case TR_DTYPE_F32: LOOP(SRC_T, LOAD, float, f32); break;                 \
+    case TR_DTYPE_F64: LOOP(SRC_T, LOAD, double, f64); break;                \
+    default: break;                                                          \
+    }
+
+/* The pairs that move the most data get loops of their own, without the
+ * detour through double. */
+static bool fast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n,
+                     enum tr_dtype from, enum tr_dtype to)
+{
+    if (from == TR_DTYPE_F32 && to == TR_DTYPE_F16) {
+        for (int64_t i = 0; i < n; i++) {
+            float x;
+            uint16_t y;
+            memcpy(&x, src + i * ss, sizeof x);
+            y = tr_f32_to_f16(x);
+            memcpy(dst + i * ds, &y, sizeof y);
+        }
+        return true;
+    }
+    if (from == TR_DTYPE_F32 && to == TR_DTYPE_BF16) {
+        for (int64_t i = 0; i < n; i++) {
+            float x;
+            uint16_t y;
+            memcpy(&x, src + i * ss, sizeof x);
+            y = tr_f32_to_bf16(x);
+            memcpy(dst + i * ds, &y, sizeof y);
+        }
+        return true;
+    }
+    if ((from == TR_DTYPE_F16 || from == TR_DTYPE_BF16) && to == TR_DTYPE_F32) {
+        float (*widen)(uint16_t) = from == TR_DTYPE_F16 ? tr_f16_to_f32 : tr_bf16_to_f32;
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t x;
+            float y;
+            memcpy(&x, src + i * ss, sizeof x);
+            y = widen(x);
+            memcpy(dst + i * ds, &y, sizeof y);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Converts n elements, src and dst stepping ss and ds bytes. */
+static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n,
+                     enum tr_dtype from, enum tr_dtype to)
+{
+    if (fast_row(dst, ds, src, ss, n, from, to))
+        return;
+    switch (from) {
+    case TR_DTYPE_BOOL: TO_EACH_DESTINATION(uint8_t, load_bool); break;
+    case TR_DTYPE_U8: TO_EACH_DESTINATION(uint8_t, load_u8); break;
+    case TR_DTYPE_U16: TO_EACH_DESTINATION(uint16_t, load_u16); break;
+    case TR_DTYPE_U32: TO_EACH_DESTINATION(uint32_t, load_u32); break;
+    case TR_DTYPE_U64: TO_EACH_DESTINATION(uint64_t, load_u64); break;
+    case TR_DTYPE_I8: TO_EACH_DESTINATION(int8_t, load_i8); break;
+    case TR_DTYPE_I16: TO_EACH_DESTINATION(int16_t, load_i16); break;
+    case TR_DTYPE_I32: TO_EACH_DESTINATION(int32_t, load_i32); break;
+    case TR_DTYPE_I64: TO_EACH_DESTINATION(int64_t, load_i64); break;
+    case TR_DTYPE_F16: TO_EACH_DESTINATION(uint16_t, load_f16); break;
+    case TR_DTYPE_BF16: TO_EACH_DESTINATION(uint16_t, load_bf16); break;
+    case TR_DTYPE_F32: TO_EACH_DESTINATION(float, load_f32); break;
+    case TR_DTYPE_F64: TO_EACH_DESTINATION(double, load_f64); break;
+    default: break;
+    }
+}
+
+#define BLOCK_ELEMENTS 16384
+#define PARALLEL_ELEMENTS 65536
+
+void tr__cpu_cast(char *dst, const int64_t *dst_strides, enum tr_dtype to, const char *src,
+                  const int64_t *src_strides, enum tr_dtype from, int ndim,
+                  const int64_t *shape)
+{
+    const int64_t *strides[2] = {dst_strides, src_strides};
+    struct tr__iter it;
+    int64_t rows, len, blocks_per_row, blocks, ds, ss;
+
+    tr__iter_init(&it, ndim, shape, 2, strides);
+    rows = tr__iter_rows(&it);
+    len = it.shape[it.ndim - 1];
+    ds = it.strides[0][it.ndim - 1];
+    ss = it.strides[1][it.ndim - 1];
+    blocks_per_row = (len + BLOCK_ELEMENTS - 1) / BLOCK_ELEMENTS;
+    blocks = rows * blocks_per_row;
+
+#pragma omp parallel for schedule(static) if (rows * len > PARALLEL_ELEMENTS)
+    for (int64_t b = 0; b < blocks; b++) {
+        int64_t row = b / blocks_per_row, first = b % blocks_per_row * BLOCK_ELEMENTS;
+        int64_t n = len - first < BLOCK_ELEMENTS ? len - first : BLOCK_ELEMENTS;
+        int64_t off[2];
+
+        tr__iter_row_offsets(&it, row, off);
+        cast_row(dst + off[0] + first * ds, ds, src + off[1] + first * ss, ss, n, from, to);
+    }
+}
