@@ -16,27 +16,6 @@
 /* The engine's own name for tr_set_error. */
 #define tr__set_error tr_set_error
 
-#define TR_RETURN_ERROR_IF(cond, status, ...)                                \
-    do {                                                                     \
-        if (cond)                                                            \
-            return tr__set_error((status), __VA_ARGS__);                     \
-    } while (0)
-
-#define TR_RETURN_NULL_IF(cond, status, ...)                                 \
-    do {                                                                     \
-        if (cond) {                                                          \
-            tr__set_error((status), __VA_ARGS__);                            \
-            return NULL;                                                     \
-        }                                                                    \
-    } while (0)
-
-#define TR_FORWARD_IF_ERROR(expr)                                            \
-    do {                                                                     \
-        tr_status tr__forward = (expr);                                      \
-        if (tr__forward != TR_OK)                                            \
-            return tr__forward;                                              \
-    } while (0)
-
 /* Formats a shape as "[2,3]" into buf. */
 char *tr__format_shape(const int64_t *shape, int ndim, char *buf, size_t size);
 

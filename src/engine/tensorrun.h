@@ -78,6 +78,30 @@ tr_status tr_set_error(tr_status status, const char *fmt, ...)
 const char *tr_status_name(tr_status status);
 const char *tr_status_string(tr_status status);
 
+/* Error propagation in one line, for the engine and the layers on it:
+ * return (or return NULL) with a recorded error when cond holds; return
+ * the status of expr when it is not TR_OK. */
+#define TR_RETURN_ERROR_IF(cond, status, ...)                                \
+    do {                                                                     \
+        if (cond)                                                            \
+            return tr_set_error((status), __VA_ARGS__);                      \
+    } while (0)
+
+#define TR_RETURN_NULL_IF(cond, status, ...)                                 \
+    do {                                                                     \
+        if (cond) {                                                          \
+            tr_set_error((status), __VA_ARGS__);                             \
+            return NULL;                                                     \
+        }                                                                    \
+    } while (0)
+
+#define TR_FORWARD_IF_ERROR(expr)                                            \
+    do {                                                                     \
+        tr_status tr__forward = (expr);                                      \
+        if (tr__forward != TR_OK)                                            \
+            return tr__forward;                                              \
+    } while (0)
+
 /* ---------------------------------------------------------------- dtypes */
 
 /* X(ENUM, name, size in bytes, kind, long name): kind is 'b' bool,

@@ -1,0 +1,40 @@
+/*
+ * cli.h - what the program's commands share: exit codes, the commands
+ * themselves, and small parsers for command-line values.
+ */
+#ifndef TR_CLI_H
+#define TR_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensorrun.h"
+
+/* Exit statuses, as SPEC.md and tensorrun(1) list them. */
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_RUNTIME = 1,
+    EXIT_USAGE = 2,
+    EXIT_PIPELINE = 3,
+    EXIT_IO = 4,
+    EXIT_OOM = 5,
+    EXIT_INTERRUPTED = 130,
+};
+
+/* The exit status for an engine or io failure: input/output and malformed
+ * files 4, out of memory 5, anything else a runtime error (1). */
+int exit_for_status(tr_status status);
+
+/* Prints "tensorrun: error: ..." and the hint to try --help; returns 2. */
+int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "3,4,5" into up to max comma-separated int64 values; false when
+ * malformed, negative where allow_negative is false, or too many. */
+bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_negative);
+/* A whole decimal integer in [min, max]. */
+bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
+
+int cmd_inspect(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+#endif /* TR_CLI_H */

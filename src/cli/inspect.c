@@ -1,0 +1,148 @@
+/*
+ * inspect.c - `tensorrun inspect FILE... [--json]`: what is in tensor
+ * files, from their headers alone.
+ */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "msg.h"
+#include "tensorrun_io.h"
+
+static json_t *int_array(const int64_t *v, int n)
+{
+    json_t *a = json_array();
+
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+static json_t *file_json(const char *path, const struct tio_file *f)
+{
+    json_t *o = json_object(), *tensors = json_array(), *meta = json_null();
+
+    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "format", json_string(tio_format_name(tio_file_format(f))));
+    json_object_set_new(o, "compression", tio_file_compression(f) == TIO_COMPRESSION_ZSTD
+                                              ? json_string("zstd")
+                                              : json_null());
+    json_object_set_new(o, "size_bytes", json_integer((json_int_t)tio_file_size(f)));
+    if (tio_file_has_metadata(f)) {
+        meta = json_object();
+        for (size_t i = 0; i < tio_file_metadata_count(f); i++)
+            json_object_set_new(meta, tio_file_metadata_key(f, i),
+                                json_string(tio_file_metadata_value(f, i)));
+    }
+    json_object_set_new(o, "metadata", meta);
+    for (size_t i = 0; i < tio_file_count(f); i++) {
+        const struct tio_entry *e = tio_file_entry(f, i);
+        json_t *t = json_object();
+        json_object_set_new(t, "name", e->name ? json_string(e->name) : json_null());
+        json_object_set_new(t, "dtype",
+                            json_string(e->supported ? tr_dtype_name(e->dtype) : e->dtype_text));
+        json_object_set_new(t, "shape", int_array(e->shape, e->ndim));
+        json_object_set_new(t, "strides", int_array(e->strides, e->ndim));
+        json_object_set_new(t, "offset_bytes", json_integer((json_int_t)e->offset));
+        json_object_set_new(t, "nbytes", json_integer((json_int_t)e->nbytes));
+        if (!e->supported)
+            json_object_set_new(t, "supported", json_false());
+        json_array_append_new(tensors, t);
+    }
+    json_object_set_new(o, "tensors", tensors);
+    return o;
+}
+
+static void print_json(const char *path, const struct tio_file *f)
+{
+    json_t *o = file_json(path, f);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
+}
+
+static void format_list(const int64_t *v, int n, char *buf, size_t size)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+
+    for (int i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, i ? ",%" PRId64 : "%" PRId64, v[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+}
+
+static void print_text(const char *path, const struct tio_file *f)
+{
+    char size[32], shape[200], strides[200], bytes[32];
+    size_t n = tio_file_count(f);
+
+    printf("%s: %s%s, %s, %zu tensor%s\n", path, tio_format_name(tio_file_format(f)),
+           tio_file_compression(f) == TIO_COMPRESSION_ZSTD ? " (zstd)" : "",
+           tr_format_bytes(tio_file_size(f), size, sizeof size), n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < tio_file_metadata_count(f); i++)
+        printf("  metadata  %s = %s\n", tio_file_metadata_key(f, i),
+               tio_file_metadata_value(f, i));
+    for (size_t i = 0; i < n; i++) {
+        const struct tio_entry *e = tio_file_entry(f, i);
+        format_list(e->shape, e->ndim, shape, sizeof shape);
+        format_list(e->strides, e->ndim, strides, sizeof strides);
+        printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s\n",
+               e->name ? e->name : "-", e->supported ? tr_dtype_name(e->dtype) : e->dtype_text,
+               shape, strides, e->offset, tr_format_bytes(e->nbytes, bytes, sizeof bytes),
+               e->supported ? "" : "  (unsupported dtype)");
+    }
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct tio_open_options open_options = {.header_only = true};
+    bool json = false;
+    int c, status = EXIT_OK;
+
+    opterr = 0;
+    optind = 1;
+    for (;;) {
+        c = getopt_long(argc, argv, ":jh", options, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            printf("Usage: tensorrun inspect FILE... [--json]\n");
+            return EXIT_OK;
+        default:
+            return usage_error("inspect: unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("inspect: no file given");
+    for (int i = optind; i < argc; i++) {
+        struct tio_file *f = tio_open(argv[i], &open_options);
+        if (!f) {
+            msg_error(argv[i], "%s", tr_last_error());
+            status = exit_for_status(tr_last_status());
+            continue;
+        }
+        if (json)
+            print_json(argv[i], f);
+        else
+            print_text(argv[i], f);
+        tio_close(f);
+    }
+    return status;
+}

@@ -1,0 +1,78 @@
+/*
+ * util.c - exit codes and parsers of command-line values.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+#include "msg.h"
+
+int exit_for_status(tr_status status)
+{
+    switch (status) {
+    case TR_OK:
+        return EXIT_OK;
+    case TR_ERR_IO:
+    case TR_ERR_FORMAT:
+        return EXIT_IO;
+    case TR_ERR_OOM:
+        return EXIT_OOM;
+    default:
+        return EXIT_RUNTIME;
+    }
+}
+
+int usage_error(const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    msg_error(NULL, "%s", text);
+    fputs("Try 'tensorrun --help' for more information.\n", stderr);
+    return EXIT_USAGE;
+}
+
+bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    if (!text || !*text)
+        return false;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_negative)
+{
+    const char *p = text;
+
+    *n = 0;
+    if (!text || !*text)
+        return false;
+    for (;;) {
+        char *end;
+        long long v;
+        errno = 0;
+        v = strtoll(p, &end, 10);
+        if (end == p || errno || (!allow_negative && v < 0) || *n >= max)
+            return false;
+        out[(*n)++] = v;
+        if (*end == '\0')
+            return true;
+        if (*end != ',')
+            return false;
+        p = end + 1;
+    }
+}

@@ -1,0 +1,455 @@
+/*
+ * tensorfile.c - opening a tensor file: finding its format (by content
+ * first, by name second), reading its header, and making its tensors.
+ *
+ * A regular file is mapped whole and every tensor is a view of that one
+ * mapping.  Anything that must be read in order (a pipe, zstd frames) is
+ * read up to its header, which says how many bytes the data needs; only
+ * then is one pool block of exactly that size taken and filled, so a lying
+ * header can never make the reader grow without bound.
+ */
+#include "io_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "source_impl.h"
+
+#define PREFIX_BYTES (UINT64_C(64) << 10)
+
+static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+
+struct tio_file {
+    struct tio__source src;
+    enum tio_format format;
+    enum tio_compression compression;
+    bool header_only;
+    uint64_t mapped_bytes;
+    struct tr_tensor *bytes;       /* the whole (decompressed) stream, u8, free-standing */
+    struct tio__safetensors parsed; /* entries and metadata, whatever the format */
+    struct tio_raw_layout raw;
+    bool has_raw;
+};
+
+/* ------------------------------------------------------------ headers */
+
+static bool is_zstd(const uint8_t *p, uint64_t len)
+{
+    return len >= 4 && memcmp(p, zstd_magic, 4) == 0;
+}
+
+static enum tio_format detect(const struct tio_file *f, const char *path, const uint8_t *p,
+                              uint64_t len, uint64_t stream_size)
+{
+    enum tio_format by_name;
+    enum tio_compression ignored;
+
+    if (tio__npy_magic(p, len))
+        return TIO_FORMAT_NPY;
+    if (tio__safetensors_magic(p, len, stream_size))
+        return TIO_FORMAT_SAFETENSORS;
+    tio_format_from_path(path, &by_name, &ignored);
+    if (by_name != TIO_FORMAT_UNKNOWN)
+        return by_name;
+    return f->has_raw ? TIO_FORMAT_RAW : TIO_FORMAT_UNKNOWN;
+}
+
+/* The bytes from the stream's start that parsing the header needs. */
+static tr_status header_size(const struct tio_file *f, const uint8_t *p, uint64_t len,
+                             uint64_t stream_size, uint64_t *size)
+{
+    switch (f->format) {
+    case TIO_FORMAT_NPY:
+        return tio__npy_header_size(p, len, size);
+    case TIO_FORMAT_SAFETENSORS:
+        return tio__safetensors_header_size(p, len, stream_size, size);
+    default:
+        *size = 0;
+        return TR_OK;
+    }
+}
+
+static void forget_header(struct tio_file *f)
+{
+    tio__safetensors_free(&f->parsed);
+    memset(&f->parsed, 0, sizeof f->parsed);
+}
+
+/* Parses the header in p (len bytes of a stream_size-byte stream) into
+ * f->parsed, replacing what an earlier parse left there. */
+static tr_status parse(struct tio_file *f, const uint8_t *p, uint64_t len, uint64_t stream_size)
+{
+    struct tio_entry *e;
+    tr_status s;
+
+    forget_header(f);
+    if (f->format == TIO_FORMAT_SAFETENSORS)
+        return tio__safetensors_parse(p, len, stream_size, &f->parsed);
+    e = calloc(1, sizeof *e);
+    if (!e)
+        return tio__error(TR_ERR_OOM, "out of memory reading a header");
+    s = f->format == TIO_FORMAT_NPY ? tio__npy_parse(p, len, stream_size, e)
+                                    : tio__raw_describe(f->has_raw ? &f->raw : NULL,
+                                                        stream_size, e);
+    if (s != TR_OK) {
+        free(e);
+        return s;
+    }
+    f->parsed.entries = e;
+    f->parsed.count = 1;
+    return TR_OK;
+}
+
+/* The bytes an entry's elements occupy, [*first, *end) from the stream's
+ * start.  Entries come from checked headers: nothing here overflows. */
+static void entry_span(const struct tio_entry *e, uint64_t *first, uint64_t *end)
+{
+    int64_t lo = 0, hi = 0, item = e->supported ? (int64_t)tr_dtype_size(e->dtype) : 0;
+
+    if (!e->supported || e->nbytes == 0) {
+        *first = e->offset;
+        *end = e->offset + e->nbytes;
+        return;
+    }
+    for (int i = 0; i < e->ndim; i++) {
+        int64_t r = (e->shape[i] - 1) * e->strides[i];
+        if (r < 0)
+            lo += r;
+        else
+            hi += r;
+    }
+    *first = (uint64_t)((int64_t)e->offset + lo * item);
+    *end = (uint64_t)((int64_t)e->offset + (hi + 1) * item);
+}
+
+/* The stream bytes the data needs: up to the end of the last tensor. */
+static uint64_t data_end(const struct tio_file *f)
+{
+    uint64_t need = f->parsed.data_end, first, end;
+
+    for (size_t i = 0; i < f->parsed.count; i++) {
+        entry_span(&f->parsed.entries[i], &first, &end);
+        if (end > need)
+            need = end;
+    }
+    return need;
+}
+
+/* ------------------------------------------------------------ opening */
+
+static tr_status open_mapped(struct tio_file *f, const char *path)
+{
+    static const uint8_t nothing[1];
+    const uint8_t *p = f->src.mapped ? f->src.mapped : nothing;
+    uint64_t size = f->src.file_size;
+
+    if (f->format == TIO_FORMAT_UNKNOWN)
+        f->format = detect(f, path, p, size, size);
+    if (f->format == TIO_FORMAT_UNKNOWN)
+        return tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors file (a raw file needs "
+                                         "its dtype and shape)");
+    TR_FORWARD_IF_ERROR(parse(f, p, size, size));
+    f->mapped_bytes = size;
+    f->bytes = f->src.map;
+    f->src.map = NULL;
+    return TR_OK;
+}
+
+/* Reads from the stream until buf holds want bytes (or the stream ends). */
+static tr_status fill(struct tio_file *f, uint8_t *buf, uint64_t *have, uint64_t want)
+{
+    uint64_t got;
+
+    if (*have >= want)
+        return TR_OK;
+    TR_FORWARD_IF_ERROR(tio__source_read(&f->src, buf + *have, want - *have, &got));
+    *have += got;
+    return TR_OK;
+}
+
+/* After the stream turned out shorter or longer than the header says:
+ * learn its true length and parse again, for the parser's own message. */
+static tr_status wrong_length(struct tio_file *f, const uint8_t *p, uint64_t len)
+{
+    uint64_t total, need = data_end(f);
+
+    TR_FORWARD_IF_ERROR(tio__source_drain(&f->src, &total));
+    TR_FORWARD_IF_ERROR(parse(f, p, len < total ? len : total, total));
+    return tio__error(TR_ERR_FORMAT, "the stream holds %llu bytes, not the %llu its header "
+                                     "describes",
+                      (unsigned long long)total, (unsigned long long)need);
+}
+
+static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size)
+{
+    uint8_t *head = NULL;
+    uint64_t have = 0, hsize = 0, need, got;
+    int64_t shape[1];
+    uint8_t *data;
+    struct tr_tensor *block = NULL;
+    tr_status s;
+
+    head = malloc(PREFIX_BYTES);
+    if (!head)
+        return tio__error(TR_ERR_OOM, "out of memory reading a header");
+    s = fill(f, head, &have, PREFIX_BYTES);
+    if (s == TR_OK && have < PREFIX_BYTES)
+        stream_size = have; /* it all fit: now the length is known */
+    if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
+        f->format = detect(f, path, head, have, stream_size);
+    if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
+        s = tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors stream (a raw stream needs "
+                                      "its dtype and shape)");
+    if (s == TR_OK)
+        s = header_size(f, head, have, stream_size, &hsize);
+    if (s == TR_OK && hsize > have) {
+        uint8_t *bigger = realloc(head, hsize); /* bounded by the format's limit */
+        if (!bigger)
+            s = tio__error(TR_ERR_OOM, "out of memory reading a header");
+        else
+            head = bigger;
+        if (s == TR_OK)
+            s = fill(f, head, &have, hsize);
+        if (s == TR_OK && have < hsize)
+            stream_size = have;
+    }
+    if (s == TR_OK)
+        s = parse(f, head, have, stream_size);
+    if (s != TR_OK || f->header_only) {
+        free(head);
+        return s;
+    }
+
+    need = data_end(f);
+    shape[0] = (int64_t)need;
+    block = tr_empty(TR_DTYPE_U8, 1, shape, TR_CPU);
+    if (!block && tr_last_status() == TR_ERR_OOM) {
+        /* a header claiming more than the stream holds is a malformed
+         * file, not a lack of memory: find out which */
+        char oom[512];
+        uint64_t total;
+        snprintf(oom, sizeof oom, "%s", tr_last_error());
+        s = tio__source_drain(&f->src, &total);
+        if (s == TR_OK && total < need)
+            s = wrong_length(f, head, have);
+        else if (s == TR_OK)
+            s = tio__error(TR_ERR_OOM, "%s", oom);
+    } else if (!block) {
+        s = tr_last_status();
+    }
+    if (block) {
+        uint64_t n = have < need ? have : need;
+        tr_detach(block);
+        data = tr_tensor_data_mut(block);
+        if (need > 0)
+            memcpy(data, head, n);
+        s = fill(f, data, &n, need);
+        if (s == TR_OK && n < need)
+            s = wrong_length(f, head, have);
+    }
+    /* safetensors data must end exactly where the stream does */
+    if (s == TR_OK && f->format == TIO_FORMAT_SAFETENSORS) {
+        got = 0;
+        if (have <= need)
+            s = tio__source_read(&f->src, &(uint8_t){0}, 1, &got);
+        if (s == TR_OK && (have > need || got))
+            s = wrong_length(f, head, have);
+    }
+    free(head);
+    if (s != TR_OK) {
+        tr_release(block);
+        return s;
+    }
+    f->bytes = block;
+    return TR_OK;
+}
+
+struct tio_file *tio_open(const char *path, const struct tio_open_options *options)
+{
+    struct tio_file *f = calloc(1, sizeof *f);
+    struct tio_open_options none = {0};
+    enum tio_format by_name;
+    enum tio_compression compression;
+    uint8_t magic[4];
+    uint64_t got = 0, stream_size = TIO_SIZE_UNKNOWN;
+    tr_status s;
+
+    if (!f) {
+        tio__error(TR_ERR_OOM, "out of memory opening a file");
+        return NULL;
+    }
+    if (!options)
+        options = &none;
+    f->format = options->format;
+    f->header_only = options->header_only;
+    if (options->raw) {
+        f->raw = *options->raw;
+        f->has_raw = true;
+    }
+    tio_format_from_path(path, &by_name, &compression);
+    s = tio__source_open(&f->src, path);
+    if (s == TR_OK && f->src.regular)
+        s = tio__source_map(&f->src);
+    if (s != TR_OK)
+        goto fail;
+
+    if (f->src.regular) {
+        if (!is_zstd(f->src.mapped, f->src.file_size)) {
+            s = open_mapped(f, path);
+            goto done;
+        }
+        stream_size = tio__source_zstd_content_size(&f->src);
+        f->compression = TIO_COMPRESSION_ZSTD;
+        s = tio__source_start_zstd(&f->src);
+    } else {
+        /* a pipe: its first bytes say whether it is compressed */
+        s = tio__source_read(&f->src, magic, sizeof magic, &got);
+        if (s == TR_OK && is_zstd(magic, got)) {
+            f->compression = TIO_COMPRESSION_ZSTD;
+            s = tio__source_start_zstd(&f->src);
+            if (s == TR_OK) {
+                memcpy(f->src.in_buf, magic, sizeof magic);
+                f->src.in_size = sizeof magic;
+                f->src.consumed = 0;
+            }
+        } else if (s == TR_OK) {
+            s = tio__source_unread(&f->src, magic, got);
+        }
+    }
+    if (s == TR_OK)
+        s = open_streamed(f, path, stream_size);
+done:
+    if (s == TR_OK)
+        return f;
+fail:
+    tio_close(f); /* keeps the error: releasing and closing record none */
+    return NULL;
+}
+
+void tio_close(struct tio_file *f)
+{
+    if (!f)
+        return;
+    forget_header(f);
+    tr_release(f->bytes);
+    tio__source_close(&f->src);
+    free(f);
+}
+
+/* ------------------------------------------------------------ queries */
+
+enum tio_format tio_file_format(const struct tio_file *f)
+{
+    return f->format;
+}
+
+enum tio_compression tio_file_compression(const struct tio_file *f)
+{
+    return f->compression;
+}
+
+uint64_t tio_file_size(const struct tio_file *f)
+{
+    return f->src.regular ? f->src.file_size : f->src.fd_bytes;
+}
+
+uint64_t tio_file_mapped_bytes(const struct tio_file *f)
+{
+    return f->mapped_bytes;
+}
+
+size_t tio_file_count(const struct tio_file *f)
+{
+    return f->parsed.count;
+}
+
+const struct tio_entry *tio_file_entry(const struct tio_file *f, size_t index)
+{
+    return index < f->parsed.count ? &f->parsed.entries[index] : NULL;
+}
+
+ptrdiff_t tio_file_find(const struct tio_file *f, const char *name)
+{
+    for (size_t i = 0; i < f->parsed.count; i++)
+        if (f->parsed.entries[i].name && strcmp(f->parsed.entries[i].name, name) == 0)
+            return (ptrdiff_t)i;
+    return -1;
+}
+
+bool tio_file_has_metadata(const struct tio_file *f)
+{
+    return f->parsed.has_metadata;
+}
+
+size_t tio_file_metadata_count(const struct tio_file *f)
+{
+    return f->parsed.metadata_count;
+}
+
+const char *tio_file_metadata_key(const struct tio_file *f, size_t index)
+{
+    return index < f->parsed.metadata_count ? f->parsed.metadata_keys[index] : NULL;
+}
+
+const char *tio_file_metadata_value(const struct tio_file *f, size_t index)
+{
+    return index < f->parsed.metadata_count ? f->parsed.metadata_values[index] : NULL;
+}
+
+/* ------------------------------------------------------------ loading */
+
+static void byteswap(uint8_t *p, uint64_t bytes, size_t item)
+{
+    for (uint64_t i = 0; i + item <= bytes; i += item)
+        for (size_t a = 0, b = item - 1; a < b; a++, b--) {
+            uint8_t t = p[i + a];
+            p[i + a] = p[i + b];
+            p[i + b] = t;
+        }
+}
+
+struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
+{
+    const struct tio_entry *e = tio_file_entry(f, index);
+    const uint8_t *base;
+    uint64_t first, end, item;
+    int64_t span;
+    struct tr_tensor *copy, *view;
+
+    if (!e) {
+        tio__error(TR_ERR_INVALID, "no tensor %zu in the file", index);
+        return NULL;
+    }
+    if (!e->supported) {
+        tio__error(TR_ERR_DTYPE, "%s%s%shas dtype %s, which tensorrun cannot compute with",
+                   e->name ? "tensor '" : "", e->name ? e->name : "", e->name ? "' " : "",
+                   e->dtype_text);
+        return NULL;
+    }
+    if (!f->bytes) {
+        tio__error(TR_ERR_STATE, "the file was opened for its header only");
+        return NULL;
+    }
+    item = tr_dtype_size(e->dtype);
+    base = tr_tensor_data(f->bytes);
+    if (!e->byteswap && (e->nbytes == 0 || ((uintptr_t)base + e->offset) % item == 0))
+        return tr_as_strided(f->bytes, e->dtype, e->ndim, e->shape, e->strides,
+                             (int64_t)e->offset);
+    /* misaligned or big-endian: the bytes it spans, copied to an aligned
+     * pool block (and put in order there) */
+    entry_span(e, &first, &end);
+    span = (int64_t)(end - first);
+    copy = tr_empty(TR_DTYPE_U8, 1, &span, TR_CPU);
+    if (!copy)
+        return NULL;
+    if (span > 0) {
+        memcpy(tr_tensor_data_mut(copy), base + first, (size_t)span);
+        if (e->byteswap)
+            byteswap(tr_tensor_data_mut(copy), (uint64_t)span, item);
+    }
+    view = tr_as_strided(copy, e->dtype, e->ndim, e->shape, e->strides,
+                         (int64_t)(e->offset - first));
+    tr_release(copy);
+    return view;
+}

@@ -1,0 +1,178 @@
+/*
+ * tensorrun_io.h - tensor files: .npy, .safetensors and raw, each possibly
+ * zstd-compressed.  Readers turn a file into engine tensors that borrow one
+ * read-only mapping of it; writers stream tensors to a temporary file beside
+ * the destination and rename it into place only when told to.
+ *
+ * Errors follow the engine's rules (tr_last_status, tr_last_error):
+ * TR_ERR_IO when a file cannot be opened, read or written, TR_ERR_FORMAT
+ * when it is malformed, TR_ERR_DTYPE when a tensor's dtype cannot be used.
+ * Messages say what is wrong but not which file: the caller knows the path
+ * and puts it first ("data/x.npy: truncated: ...").
+ *
+ * Handles: the tensors tio_file_load returns follow the engine's rules (they
+ * join the caller's innermost scope).  A tio_file itself holds no handle in
+ * any scope, and a loaded tensor stays valid after tio_close: the mapping
+ * lives until the last tensor viewing it is released.
+ */
+#ifndef TENSORRUN_IO_H
+#define TENSORRUN_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensorrun.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum tio_format {
+    TIO_FORMAT_UNKNOWN,
+    TIO_FORMAT_NPY,
+    TIO_FORMAT_SAFETENSORS,
+    TIO_FORMAT_RAW
+};
+
+enum tio_compression { TIO_COMPRESSION_NONE, TIO_COMPRESSION_ZSTD };
+
+/* "npy", "safetensors", "raw" ("unknown" for TIO_FORMAT_UNKNOWN). */
+const char *tio_format_name(enum tio_format format);
+/* The inverse of tio_format_name; TR_ERR_INVALID for any other word. */
+tr_status tio_format_parse(const char *name, enum tio_format *out);
+/* Format and compression that a path's name implies: .npy, .safetensors,
+ * .bin and .raw, each optionally followed by .zst.  UNKNOWN when none. */
+void tio_format_from_path(const char *path, enum tio_format *format,
+                          enum tio_compression *compression);
+
+/* The largest .npy header read (SPEC.md section 8), and the largest
+ * safetensors header (the reference implementation's limit). */
+#define TIO_NPY_HEADER_MAX (UINT64_C(1) << 20)
+#define TIO_SAFETENSORS_HEADER_MAX UINT64_C(100000000)
+
+/* ------------------------------------------------------------ reading */
+
+/* A raw file has no header: its layout comes from the caller. */
+struct tio_raw_layout {
+    enum tr_dtype dtype;
+    int ndim;
+    int64_t shape[TR_MAX_DIMS];
+    bool has_strides;             /* false: C order */
+    int64_t strides[TR_MAX_DIMS]; /* in elements, may be 0 or negative */
+    int64_t offset;               /* bytes from the start of the file to element 0 */
+};
+
+struct tio_open_options {
+    enum tio_format format;            /* UNKNOWN: by magic, then by name */
+    const struct tio_raw_layout *raw;  /* required for raw files */
+    bool header_only;                  /* read what describing the file needs and
+                                          nothing more (no data page is touched) */
+};
+
+/* One tensor as a file's header describes it. */
+struct tio_entry {
+    char *name;                   /* NULL in single-tensor formats */
+    char dtype_text[24];          /* as the file spells it: "<f4", "F8_E4M3" */
+    bool supported;               /* dtype is one of the engine's */
+    enum tr_dtype dtype;          /* meaningful when supported */
+    int ndim;
+    int64_t shape[TR_MAX_DIMS];
+    int64_t strides[TR_MAX_DIMS]; /* in elements (Fortran order shows here) */
+    uint64_t offset;              /* bytes from the start of the (decompressed)
+                                     stream to the tensor's first byte */
+    uint64_t nbytes;              /* bytes of data */
+    bool byteswap;                /* stored big-endian: converted on load */
+};
+
+struct tio_file;
+
+/*
+ * Opens a tensor file ("-" is standard input: mapped when it is a regular
+ * file, read into the CPU pool when it is a pipe) and reads its header.
+ * Every size, shape and offset in it is checked against the file before
+ * anything is mapped or read.  NULL on failure.
+ */
+struct tio_file *tio_open(const char *path, const struct tio_open_options *options);
+/* Closes the file; tensors loaded from it stay valid.  NULL is a no-op. */
+void tio_close(struct tio_file *file);
+
+enum tio_format tio_file_format(const struct tio_file *file);
+enum tio_compression tio_file_compression(const struct tio_file *file);
+/* Bytes of the file as stored (compressed bytes for .zst). */
+uint64_t tio_file_size(const struct tio_file *file);
+/* Bytes of the file mapped from disk (0 for a pipe or a .zst). */
+uint64_t tio_file_mapped_bytes(const struct tio_file *file);
+size_t tio_file_count(const struct tio_file *file);
+const struct tio_entry *tio_file_entry(const struct tio_file *file, size_t index);
+/* The index of the tensor called name, or -1. */
+ptrdiff_t tio_file_find(const struct tio_file *file, const char *name);
+/* The file's string metadata (safetensors __metadata__), key by key;
+ * has_metadata is false when the file has none (always for .npy). */
+bool tio_file_has_metadata(const struct tio_file *file);
+size_t tio_file_metadata_count(const struct tio_file *file);
+const char *tio_file_metadata_key(const struct tio_file *file, size_t index);
+const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
+
+/*
+ * The index-th tensor on the CPU: a read-only view of the file's mapping
+ * when it can be one (little-endian data aligned to its item size), else a
+ * copy in the CPU pool.  TR_ERR_DTYPE, naming the dtype, for a tensor of a
+ * dtype the engine lacks; TR_ERR_FORMAT for a file opened header_only.
+ */
+struct tr_tensor *tio_file_load(struct tio_file *file, size_t index);
+
+/* ------------------------------------------------------------ writing */
+
+struct tio_metadata {
+    size_t count;
+    const char *const *keys;
+    const char *const *values;
+};
+
+struct tio_write_options {
+    enum tio_format format;           /* UNKNOWN: from the path's name */
+    enum tio_compression compression; /* used when format is given; otherwise
+                                         from the path's name too */
+    int level;                        /* zstd level; 0 means 3 */
+    int threads;                      /* zstd workers; 0 means all cores */
+    bool fsync;                       /* flush file and directory before rename */
+};
+
+struct tio_output;
+
+/*
+ * Starts an output: a new temporary file in path's directory (or standard
+ * output for "-", which is streamed and cannot be taken back).  The
+ * destination itself is not touched until tio_output_commit.  TR_ERR_IO when
+ * the directory does not exist or is not writable.
+ */
+struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options);
+/*
+ * Writes the output's one file: n tensors with their names (names may be
+ * NULL for a single tensor; safetensors then calls it "tensor"), converted to
+ * dtype unless dtype is TR_DTYPE_COUNT, with metadata (safetensors only; may
+ * be NULL).  npy and raw take exactly one tensor.  Strided tensors are
+ * streamed in blocks, never copied whole.  Call once per output.
+ */
+tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
+                           const struct tr_tensor *const *tensors, enum tr_dtype dtype,
+                           const struct tio_metadata *metadata);
+/* Bytes written so far (before compression: the file's own size). */
+uint64_t tio_output_bytes(const struct tio_output *out);
+/* Renames the written temporary file into place (after fsync of the file,
+ * and then of the directory, when asked).  For "-", flushes. */
+tr_status tio_output_commit(struct tio_output *out);
+/* Frees the output; if it was not committed, its temporary file is removed
+ * and the destination stays exactly as it was.  NULL is a no-op. */
+void tio_output_close(struct tio_output *out);
+
+/* Removes every temporary file of every open output.  Safe to call from a
+ * signal handler (it only calls unlink). */
+void tio_remove_temporaries(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORRUN_IO_H */

@@ -1,0 +1,416 @@
+/*
+ * write.c - outputs: a temporary file beside the destination, written in
+ * the destination's format, renamed into place only on commit; standard
+ * output streamed.  Tensors are written block by block through one reused
+ * buffer, so a strided or converted tensor is never copied whole.
+ */
+#include "io_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Bytes converted and written at a time. */
+#define BLOCK_BYTES (UINT64_C(4) << 20)
+#define MAX_TEMPORARIES 1024
+
+struct tio_output {
+    char *path;         /* the destination */
+    char *tmp_path;     /* the temporary file beside it; NULL for stdout */
+    int fd;
+    int slot;           /* in the temporaries registry; -1 when none */
+    enum tio_format format;
+    struct tio_write_options options;
+    struct tio__sink *sink;
+    uint64_t bytes;
+    bool written, committed;
+};
+
+/* ---------------------------------------------------------- temporaries */
+
+/* Every live temporary file, for tio_remove_temporaries, which a signal
+ * handler may call at any moment: a path is complete before it is
+ * published and unpublished before it is freed. */
+static char *volatile temporaries[MAX_TEMPORARIES];
+static pthread_mutex_t temporaries_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int publish(char *path)
+{
+    int slot = -1;
+
+    pthread_mutex_lock(&temporaries_lock);
+    for (int i = 0; i < MAX_TEMPORARIES && slot < 0; i++)
+        if (!temporaries[i]) {
+            temporaries[i] = path;
+            slot = i;
+        }
+    pthread_mutex_unlock(&temporaries_lock);
+    return slot;
+}
+
+static void unpublish(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&temporaries_lock);
+    temporaries[slot] = NULL;
+    pthread_mutex_unlock(&temporaries_lock);
+}
+
+void tio_remove_temporaries(void)
+{
+    for (int i = 0; i < MAX_TEMPORARIES; i++) {
+        char *p = temporaries[i];
+        if (p)
+            unlink(p);
+    }
+}
+
+/* -------------------------------------------------------------- opening */
+
+/* The mode a new file gets: the destination's own when it exists, else
+ * what the umask leaves of 0666. */
+static mode_t new_file_mode(const char *path)
+{
+    struct stat st;
+    mode_t mask;
+
+    if (stat(path, &st) == 0)
+        return st.st_mode & 07777;
+    mask = umask(0);
+    umask(mask);
+    return 0666 & ~mask;
+}
+
+static char *dir_of(const char *path)
+{
+    char *copy = strdup(path), *dir;
+
+    if (!copy)
+        return NULL;
+    dir = strdup(dirname(copy));
+    free(copy);
+    return dir;
+}
+
+static tr_status make_temporary(struct tio_output *out)
+{
+    char *dir = dir_of(out->path), *base_copy = strdup(out->path);
+    const char *base = base_copy ? basename(base_copy) : NULL;
+    size_t len;
+    tr_status s = TR_OK;
+
+    if (!dir || !base) {
+        s = tio__error(TR_ERR_OOM, "out of memory starting an output");
+        goto done;
+    }
+    len = strlen(dir) + strlen(base) + 32;
+    out->tmp_path = malloc(len);
+    if (!out->tmp_path) {
+        s = tio__error(TR_ERR_OOM, "out of memory starting an output");
+        goto done;
+    }
+    snprintf(out->tmp_path, len, "%s/.%s.tmp-XXXXXX", dir, base);
+    out->fd = mkostemp(out->tmp_path, O_CLOEXEC);
+    if (out->fd < 0) {
+        s = tio__error(TR_ERR_IO, "cannot create a file in %s: %s", dir, strerror(errno));
+        free(out->tmp_path);
+        out->tmp_path = NULL;
+        goto done;
+    }
+    out->slot = publish(out->tmp_path);
+    if (fchmod(out->fd, new_file_mode(out->path)) != 0)
+        s = tio__error(TR_ERR_IO, "cannot set the mode of a new file in %s: %s", dir,
+                       strerror(errno));
+done:
+    free(dir);
+    free(base_copy);
+    return s;
+}
+
+struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options)
+{
+    struct tio_output *out = calloc(1, sizeof *out);
+    enum tio_format by_name;
+    enum tio_compression compression;
+    struct stat st;
+
+    if (!out || !(out->path = strdup(path))) {
+        free(out);
+        tio__error(TR_ERR_OOM, "out of memory starting an output");
+        return NULL;
+    }
+    out->fd = -1;
+    out->slot = -1;
+    if (options)
+        out->options = *options;
+    tio_format_from_path(path, &by_name, &compression);
+    out->format = out->options.format;
+    if (out->format == TIO_FORMAT_UNKNOWN) {
+        out->format = by_name;
+        out->options.compression = compression;
+    }
+    if (out->format == TIO_FORMAT_UNKNOWN && strcmp(path, "-") == 0)
+        out->format = TIO_FORMAT_NPY;
+    if (out->format == TIO_FORMAT_UNKNOWN) {
+        tio__error(TR_ERR_INVALID, "cannot tell the format from the name (expected .npy, "
+                                   ".safetensors, .bin or .raw, optionally with .zst)");
+        tio_output_close(out);
+        return NULL;
+    }
+    if (strcmp(path, "-") == 0) {
+        out->fd = STDOUT_FILENO;
+    } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        tio__error(TR_ERR_IO, "is a directory");
+        tio_output_close(out);
+        return NULL;
+    } else if (make_temporary(out) != TR_OK) {
+        tio_output_close(out);
+        return NULL;
+    }
+    out->sink = tio__sink_fd(out->fd, out->options.compression, out->options.level,
+                             out->options.threads);
+    if (!out->sink) {
+        tio_output_close(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* -------------------------------------------------------------- writing */
+
+/* The block of t that starts at index: dimensions before k at their index,
+ * dimension k from index[k], at most chunk long (k = -1: the scalar t). */
+static struct tr_tensor *block_at(const struct tr_tensor *t, int k, const int64_t *index,
+                                  int64_t chunk)
+{
+    struct tr_tensor *v = tr_expand(t, tr_tensor_shape(t), tr_tensor_ndim(t)); /* an alias */
+
+    for (int d = 0; d < k && v; d++)
+        v = tr_select(v, 0, index[d]);
+    return k < 0 || !v ? v : tr_slice(v, 0, index[k], index[k] + chunk, 1);
+}
+
+/* Writes t's values in C order as dtype, through buf (BLOCK_BYTES). */
+static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
+                              enum tr_dtype dtype, uint8_t *buf)
+{
+    int ndim = tr_tensor_ndim(t), k;
+    const int64_t *shape = tr_tensor_shape(t);
+    uint64_t item = tr_dtype_size(dtype), inner = item;
+    int64_t index[TR_MAX_DIMS] = {0}, chunk, total = tr_tensor_numel(t);
+    tr_status s = TR_OK;
+
+    if (total == 0)
+        return TR_OK;
+    if (tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_dtype(t) == dtype &&
+        tr_tensor_is_contiguous(t))
+        return tio__sink_write(sink, tr_tensor_data(t), (size_t)(total * (int64_t)item));
+
+    /* blocks: dimension k is cut into chunks whose trailing dimensions fit
+     * the buffer; the dimensions before k are stepped one index at a time */
+    for (k = ndim - 1; k > 0 && inner * (uint64_t)shape[k] <= BLOCK_BYTES; k--)
+        inner *= (uint64_t)shape[k];
+    if (ndim == 0) {
+        k = -1;
+        chunk = 1;
+    } else {
+        chunk = (int64_t)(BLOCK_BYTES / inner);
+        chunk = chunk < 1 ? 1 : chunk;
+    }
+    for (int64_t done = 0; done < total && s == TR_OK;) {
+        struct tr_scope *scope = tr_scope_begin();
+        struct tr_tensor *block = block_at(t, k, index, chunk);
+        struct tr_tensor *host = block && tr_tensor_device(block).kind != TR_DEV_CPU
+                                     ? tr_to(block, TR_CPU) : block;
+        int64_t n = block ? tr_tensor_numel(block) : 0;
+        struct tr_blob blob = {.data = buf, .nbytes = BLOCK_BYTES};
+        struct tr_tensor *dst = host ? tr_from_blob(&blob, dtype, tr_tensor_ndim(host),
+                                                    tr_tensor_shape(host), NULL, TR_CPU)
+                                     : NULL;
+
+        if (!dst || tr_copy_into(dst, host) != TR_OK)
+            s = tr_last_status();
+        else
+            s = tio__sink_write(sink, buf, (size_t)((uint64_t)n * item));
+        tr_scope_end(scope, NULL, 0);
+        done += n;
+        /* the next block: along k, then carrying into the dimensions before */
+        if (k >= 0) {
+            index[k] += chunk;
+            for (int d = k; d > 0 && index[d] >= shape[d]; d--) {
+                index[d] = 0;
+                index[d - 1]++;
+            }
+        }
+    }
+    return s;
+}
+
+static const struct tr_tensor *const *one(const struct tr_tensor *const *tensors, size_t n,
+                                          const char *format)
+{
+    if (n != 1) {
+        tio__error(TR_ERR_INVALID, "a %s file holds one tensor, not %zu", format, n);
+        return NULL;
+    }
+    return tensors;
+}
+
+static tr_status write_npy(struct tio_output *out, const struct tr_tensor *t,
+                           enum tr_dtype dtype, uint8_t *buf)
+{
+    char *header;
+    size_t len;
+    tr_status s = tio__npy_header(dtype, tr_tensor_ndim(t), tr_tensor_shape(t), &header, &len);
+
+    if (s != TR_OK)
+        return s;
+    s = tio__sink_write(out->sink, header, len);
+    free(header);
+    return s == TR_OK ? write_values(out->sink, t, dtype, buf) : s;
+}
+
+static tr_status write_safetensors(struct tio_output *out, size_t n, const char *const *names,
+                                   const struct tr_tensor *const *tensors,
+                                   enum tr_dtype dtype, const struct tio_metadata *metadata,
+                                   uint8_t *buf)
+{
+    static const char *const default_name[1] = {"tensor"};
+    enum tr_dtype *dtypes = calloc(n ? n : 1, sizeof *dtypes);
+    int *ndims = calloc(n ? n : 1, sizeof *ndims);
+    int64_t (*shapes)[TR_MAX_DIMS] = calloc(n ? n : 1, sizeof *shapes);
+    size_t *order = calloc(n ? n : 1, sizeof *order), len;
+    char *header = NULL;
+    tr_status s = TR_OK;
+
+    if (!dtypes || !ndims || !shapes || !order)
+        s = tio__error(TR_ERR_OOM, "out of memory writing a header");
+    if (!names && n == 1)
+        names = default_name;
+    if (s == TR_OK && !names)
+        s = tio__error(TR_ERR_INVALID, "the tensors of a safetensors file need names");
+    for (size_t i = 0; i < n && s == TR_OK; i++) {
+        dtypes[i] = dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[i]) : dtype;
+        ndims[i] = tr_tensor_ndim(tensors[i]);
+        memcpy(shapes[i], tr_tensor_shape(tensors[i]), (size_t)ndims[i] * sizeof(int64_t));
+    }
+    if (s == TR_OK)
+        s = tio__safetensors_header(n, names, dtypes, ndims, (const int64_t(*)[TR_MAX_DIMS])shapes,
+                                    metadata, &header, &len, order);
+    if (s == TR_OK)
+        s = tio__sink_write(out->sink, header, len);
+    for (size_t i = 0; i < n && s == TR_OK; i++)
+        s = write_values(out->sink, tensors[order[i]], dtypes[order[i]], buf);
+    free(header);
+    free(order);
+    free(shapes);
+    free(ndims);
+    free(dtypes);
+    return s;
+}
+
+tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
+                           const struct tr_tensor *const *tensors, enum tr_dtype dtype,
+                           const struct tio_metadata *metadata)
+{
+    struct tr_tensor *buffer;
+    int64_t block = (int64_t)BLOCK_BYTES;
+    const struct tr_tensor *const *single;
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
+    out->written = true;
+    buffer = tr_empty(TR_DTYPE_U8, 1, &block, TR_CPU);
+    if (!buffer)
+        return tr_last_status();
+    switch (out->format) {
+    case TIO_FORMAT_NPY:
+        single = one(tensors, n, "npy");
+        s = single ? write_npy(out, single[0],
+                               dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype,
+                               tr_tensor_data_mut(buffer))
+                   : tr_last_status();
+        break;
+    case TIO_FORMAT_RAW:
+        single = one(tensors, n, "raw");
+        s = single ? write_values(out->sink, single[0],
+                                  dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype,
+                                  tr_tensor_data_mut(buffer))
+                   : tr_last_status();
+        break;
+    default:
+        s = write_safetensors(out, n, names, tensors, dtype, metadata, tr_tensor_data_mut(buffer));
+    }
+    tr_release(buffer);
+    if (s == TR_OK)
+        s = tio__sink_finish(out->sink);
+    out->bytes = tio__sink_bytes(out->sink);
+    if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
+        s = tio__error(TR_ERR_IO, "cannot flush to disk: %s", strerror(errno));
+    if (out->tmp_path && out->fd >= 0) {
+        if (close(out->fd) != 0 && s == TR_OK)
+            s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
+        out->fd = -1;
+    }
+    return s;
+}
+
+uint64_t tio_output_bytes(const struct tio_output *out)
+{
+    return out->bytes;
+}
+
+/* Flushes the directory holding path to disk, so that a rename in it
+ * survives a crash. */
+static tr_status sync_dir(const char *path)
+{
+    char *dir = dir_of(path);
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    tr_status s = TR_OK;
+
+    if (fd < 0 || fsync(fd) != 0)
+        s = tio__error(TR_ERR_IO, "cannot flush the directory %s to disk: %s", dir ? dir : "",
+                       strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return s;
+}
+
+tr_status tio_output_commit(struct tio_output *out)
+{
+    TR_RETURN_ERROR_IF(!out->written, TR_ERR_STATE, "nothing was written to the output");
+    if (!out->tmp_path) {
+        out->committed = true;
+        return TR_OK;
+    }
+    if (rename(out->tmp_path, out->path) != 0)
+        return tio__error(TR_ERR_IO, "cannot rename the finished file into place: %s",
+                          strerror(errno));
+    unpublish(out->slot);
+    out->slot = -1;
+    out->committed = true;
+    return out->options.fsync ? sync_dir(out->path) : TR_OK;
+}
+
+void tio_output_close(struct tio_output *out)
+{
+    if (!out)
+        return;
+    if (out->tmp_path && out->fd >= 0)
+        close(out->fd);
+    if (out->tmp_path && !out->committed)
+        unlink(out->tmp_path);
+    unpublish(out->slot);
+    tio__sink_free(out->sink);
+    free(out->tmp_path);
+    free(out->path);
+    free(out);
+}
