@@ -4,19 +4,16 @@
  */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/tensorrun.h"
-#include "msg.h"
+#include <signal.h>
+#include <unistd.h>
 
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_RUNTIME = 1,
-    EXIT_USAGE = 2,
-};
+#include "cli.h"
+#include "msg.h"
+#include "tensorrun_io.h"
 
 struct command {
     const char *name;
@@ -28,6 +25,13 @@ struct command {
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
+    {"inspect", "show what is in tensor files, reading only their headers",
+     "tensorrun inspect FILE... [--json]", cmd_inspect},
+    {"convert", "copy a tensor between formats, dtypes and compression",
+     "tensorrun convert IN OUT [--dtype T] [--key K] [--format F] [--level N]\n"
+     "                         [--input-dtype T --shape D0,D1,... [--offset BYTES]\n"
+     "                          [--strides S0,S1,...]] [--fsync]",
+     cmd_convert},
     {"help", "show help for tensorrun or for one command", "tensorrun help [COMMAND]", cmd_help},
 };
 
@@ -75,20 +79,6 @@ static void print_version(void)
         printf("CUDA: not available (%s)\n", tr_cuda_unavailable_reason());
 }
 
-__attribute__((format(printf, 1, 2)))
-static int usage_error(const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    msg_error(NULL, "%s", text);
-    fputs("Try 'tensorrun --help' for more information.\n", stderr);
-    return EXIT_USAGE;
-}
-
 static int unknown_command(const char *name)
 {
     const char *names[N_COMMANDS + 1];
@@ -133,10 +123,31 @@ static int close_stdout(int code)
     return code;
 }
 
+/* SIGINT and SIGTERM: no temporary file survives, no output is replaced. */
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    tio_remove_temporaries();
+    _exit(EXIT_INTERRUPTED);
+}
+
+static void catch_interrupts(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
 int main(int argc, char **argv)
 {
     const char *arg = argc > 1 ? argv[1] : NULL;
     const struct command *c;
+
+    catch_interrupts();
 
     if (!arg) {
         print_usage(stderr);

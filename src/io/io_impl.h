@@ -114,6 +114,10 @@ tr_status tio__raw_describe(const struct tio_raw_layout *layout, uint64_t stream
 struct tio__sink;
 struct tio__sink *tio__sink_fd(int fd, enum tio_compression compression, int level,
                                int threads);
+/* Announces how many bytes will be written in all, before the first write:
+ * a zstd frame then records its content size, which readers use to check
+ * a header's claims without decompressing everything. */
+void tio__sink_pledge(struct tio__sink *sink, uint64_t total);
 tr_status tio__sink_write(struct tio__sink *sink, const void *buf, size_t len);
 /* Flushes everything (ends the zstd frame); the fd stays open. */
 tr_status tio__sink_finish(struct tio__sink *sink);

@@ -80,6 +80,12 @@ static tr_status compress(struct tio__sink *s, const void *buf, size_t len,
     return TR_OK;
 }
 
+void tio__sink_pledge(struct tio__sink *s, uint64_t total)
+{
+    if (s->zstd && s->bytes == 0)
+        ZSTD_CCtx_setPledgedSrcSize(s->zstd, total);
+}
+
 tr_status tio__sink_write(struct tio__sink *s, const void *buf, size_t len)
 {
     s->bytes += len;

@@ -272,6 +272,7 @@ static tr_status write_npy(struct tio_output *out, const struct tr_tensor *t,
 
     if (s != TR_OK)
         return s;
+    tio__sink_pledge(out->sink, len + (uint64_t)tr_tensor_numel(t) * tr_dtype_size(dtype));
     s = tio__sink_write(out->sink, header, len);
     free(header);
     return s == TR_OK ? write_values(out->sink, t, dtype, buf) : s;
@@ -304,8 +305,13 @@ static tr_status write_safetensors(struct tio_output *out, size_t n, const char 
     if (s == TR_OK)
         s = tio__safetensors_header(n, names, dtypes, ndims, (const int64_t(*)[TR_MAX_DIMS])shapes,
                                     metadata, &header, &len, order);
-    if (s == TR_OK)
+    if (s == TR_OK) {
+        uint64_t total = len;
+        for (size_t i = 0; i < n; i++)
+            total += (uint64_t)tr_tensor_numel(tensors[i]) * tr_dtype_size(dtypes[i]);
+        tio__sink_pledge(out->sink, total);
         s = tio__sink_write(out->sink, header, len);
+    }
     for (size_t i = 0; i < n && s == TR_OK; i++)
         s = write_values(out->sink, tensors[order[i]], dtypes[order[i]], buf);
     free(header);
@@ -340,6 +346,11 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
         break;
     case TIO_FORMAT_RAW:
         single = one(tensors, n, "raw");
+        if (single)
+            tio__sink_pledge(out->sink, (uint64_t)tr_tensor_numel(single[0]) *
+                                            tr_dtype_size(dtype == TR_DTYPE_COUNT
+                                                              ? tr_tensor_dtype(single[0])
+                                                              : dtype));
         s = single ? write_values(out->sink, single[0],
                                   dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype,
                                   tr_tensor_data_mut(buffer))

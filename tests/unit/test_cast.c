@@ -3,6 +3,7 @@
  * saturation, wrapping, bool, NaN, and strided operands.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensorrun.h"
@@ -181,6 +182,44 @@ static void test_readonly(void)
     tr_release(ro);
 }
 
+/* The vector path (F16C, where the CPU has it) against the scalar
+ * conversions, over every f16 and many f32 bit patterns. */
+static void test_f16_paths(void)
+{
+    int64_t n = 1 << 20, h = 1 << 16;
+    float *f = malloc((size_t)n * sizeof *f), *back = malloc((size_t)h * sizeof *back);
+    uint16_t *half = malloc((size_t)n * sizeof *half), *all = malloc((size_t)h * sizeof *all);
+    uint64_t state = 88172645463325252u;
+    int64_t bad = 0;
+
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        /* half random bit patterns, half values near the f16 range */
+        bits = i % 2 ? (uint32_t)state : (uint32_t)(0x33000000u + (state % 0x15000000u));
+        memcpy(&f[i], &bits, sizeof bits);
+    }
+    ok(convert(f, TR_DTYPE_F32, half, TR_DTYPE_F16, n) == TR_OK, "f32 -> f16 of 2^20 values");
+    for (int64_t i = 0; i < n; i++)
+        bad += half[i] != tr_f32_to_f16(f[i]);
+    is_int(bad, 0, "the bulk f32 -> f16 path rounds exactly as tr_f32_to_f16");
+    for (int64_t i = 0; i < h; i++)
+        all[i] = (uint16_t)i;
+    bad = 0;
+    ok(convert(all, TR_DTYPE_F16, back, TR_DTYPE_F32, h) == TR_OK, "f16 -> f32 of every f16");
+    for (int64_t i = 0; i < h; i++) {
+        float want = tr_f16_to_f32((uint16_t)i);
+        bad += memcmp(&back[i], &want, sizeof want) != 0;
+    }
+    is_int(bad, 0, "the bulk f16 -> f32 path widens exactly as tr_f16_to_f32");
+    free(f);
+    free(back);
+    free(half);
+    free(all);
+}
+
 int main(void)
 {
     test_float_to_int();
@@ -189,5 +228,6 @@ int main(void)
     test_every_pair();
     test_strided();
     test_readonly();
+    test_f16_paths();
     return done_testing();
 }
