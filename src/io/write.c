@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -197,6 +198,38 @@ static struct tr_tensor *block_at(const struct tr_tensor *t, int k, const int64_
     return k < 0 || !v ? v : tr_slice(v, 0, index[k], index[k] + chunk, 1);
 }
 
+/* Drops the pages wholly inside [p, p + len) from this process's memory.
+ * Only for read-only file mappings that are read once, in order: the data
+ * stays in the page cache, and a later read faults it back in. */
+static void release_pages(const void *p, uint64_t len)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)p + len) & ~(page - 1);
+
+    if (end > start)
+        madvise((void *)start, end - start, MADV_DONTNEED);
+}
+
+/* Writes a compact CPU tensor's bytes as they are; a read-only mapping is
+ * written block by block, each block's pages given back once written, so
+ * that streaming a file costs no more resident memory than a block. */
+static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t)
+{
+    const char *p = tr_tensor_data(t);
+    uint64_t bytes = tr_tensor_nbytes(t);
+    tr_status s = TR_OK;
+
+    if (!(tr_tensor_flags(t) & TR_FLAG_READONLY))
+        return tio__sink_write(sink, p, (size_t)bytes);
+    for (uint64_t done = 0; done < bytes && s == TR_OK; done += BLOCK_BYTES) {
+        uint64_t n = bytes - done < BLOCK_BYTES ? bytes - done : BLOCK_BYTES;
+        s = tio__sink_write(sink, p + done, (size_t)n);
+        release_pages(p + done, n);
+    }
+    return s;
+}
+
 /* Writes t's values in C order as dtype, through buf (BLOCK_BYTES). */
 static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
                               enum tr_dtype dtype, uint8_t *buf)
@@ -206,12 +239,14 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
     uint64_t item = tr_dtype_size(dtype), inner = item;
     int64_t index[TR_MAX_DIMS] = {0}, chunk, total = tr_tensor_numel(t);
     tr_status s = TR_OK;
+    bool streamed = tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_is_contiguous(t) &&
+                    (tr_tensor_flags(t) & TR_FLAG_READONLY);
 
     if (total == 0)
         return TR_OK;
     if (tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_dtype(t) == dtype &&
         tr_tensor_is_contiguous(t))
-        return tio__sink_write(sink, tr_tensor_data(t), (size_t)(total * (int64_t)item));
+        return write_compact(sink, t);
 
     /* blocks: dimension k is cut into chunks whose trailing dimensions fit
      * the buffer; the dimensions before k are stepped one index at a time */
@@ -239,6 +274,8 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
             s = tr_last_status();
         else
             s = tio__sink_write(sink, buf, (size_t)((uint64_t)n * item));
+        if (streamed && block)
+            release_pages(tr_tensor_data(block), tr_tensor_nbytes(block));
         tr_scope_end(scope, NULL, 0);
         done += n;
         /* the next block: along k, then carrying into the dimensions before */
