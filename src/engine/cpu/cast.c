@@ -107,6 +107,7 @@ static inline double f64_from_f(double v) { return v; }
     }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 /* The F16C instructions convert eight values at a time, rounding to
@@ -115,9 +116,17 @@ static inline double f64_from_f(double v) { return v; }
 static bool have_f16c(void)
 {
     static int cached = -1;
+    unsigned a, b, c, d, xcr0, xcr0_high;
 
-    if (cached < 0)
-        cached = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    if (cached >= 0)
+        return cached;
+    cached = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX) &&
+        (c & bit_F16C)) {
+        /* and the OS saves the AVX registers (XCR0 bits 1 and 2) */
+        __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+        cached = (xcr0 & 6) == 6;
+    }
     return cached;
 }
 
