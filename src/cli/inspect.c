@@ -94,10 +94,10 @@ static void print_text(const char *path, const struct tio_file *f)
         const struct tio_entry *e = tio_file_entry(f, i);
         format_list(e->shape, e->ndim, shape, sizeof shape);
         format_list(e->strides, e->ndim, strides, sizeof strides);
-        printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s\n",
+        printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s%s\n",
                e->name ? e->name : "-", e->supported ? tr_dtype_name(e->dtype) : e->dtype_text,
                shape, strides, e->offset, tr_format_bytes(e->nbytes, bytes, sizeof bytes),
-               e->supported ? "" : "  (unsupported dtype)");
+               e->supported ? "" : "  (unsupported dtype)", e->byteswap ? "  (big-endian)" : "");
     }
 }
 

@@ -216,6 +216,14 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
     }
     if (s == TR_OK)
         s = parse(f, head, have, stream_size);
+    if (s == TR_OK && f->header_only && !f->src.regular && stream_size == TIO_SIZE_UNKNOWN) {
+        /* a pipe is read to its end anyway (its writer must not block):
+         * counting it gives its true size, and the checks against it */
+        uint64_t total;
+        s = tio__source_drain(&f->src, &total);
+        if (s == TR_OK)
+            s = parse(f, head, have, total);
+    }
     if (s != TR_OK || f->header_only) {
         free(head);
         return s;

@@ -79,7 +79,11 @@ EOF
     json_check "$output" 'd["path"] == "-" and d["tensors"][0]["shape"] == [5]'
     run --separate-stderr bash -c 'cat a.npy | "$0" inspect --json -' "$TENSORRUN"
     [ "$status" -eq 0 ]
-    json_check "$output" 'd["tensors"][0]["dtype"] == "i16"'
+    json_check "$output" 'd["tensors"][0]["dtype"] == "i16" and d["size_bytes"] == 138'
+    head -c 130 a.npy > short.npy
+    run --separate-stderr bash -c 'cat short.npy | "$0" inspect -' "$TENSORRUN"
+    [ "$status" -eq 4 ]
+    [[ "$stderr" == *"truncated"* ]]
 }
 
 @test "inspect reads only the header of a huge file" {
