@@ -18,6 +18,7 @@ struct convert_args {
     const char *in, *out, *key;
     enum tr_dtype dtype;            /* TR_DTYPE_COUNT: keep each tensor's */
     enum tio_format format;         /* of the output; UNKNOWN: from its name */
+    bool zstd;                      /* --format F.zst */
     int level;
     bool fsync;
     bool raw;                       /* the input is described on the command line */
@@ -52,7 +53,7 @@ static void print_help(void)
 static int parse_args(int argc, char **argv, struct convert_args *a)
 {
     enum { OPT_DTYPE = 256, OPT_KEY, OPT_FORMAT, OPT_LEVEL, OPT_INPUT_DTYPE, OPT_SHAPE,
-           OPT_OFFSET, OPT_STRIDES, OPT_FSYNC, OPT_HELP };
+           OPT_OFFSET, OPT_STRIDES, OPT_FSYNC };
     static const struct option options[] = {
         {"dtype", required_argument, NULL, OPT_DTYPE},
         {"key", required_argument, NULL, OPT_KEY},
@@ -63,7 +64,7 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
         {"offset", required_argument, NULL, OPT_OFFSET},
         {"strides", required_argument, NULL, OPT_STRIDES},
         {"fsync", no_argument, NULL, OPT_FSYNC},
-        {"help", no_argument, NULL, OPT_HELP},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int64_t v;
@@ -74,7 +75,7 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
     opterr = 0;
     optind = 1;
     for (;;) {
-        int c = getopt_long(argc, argv, ":", options, NULL);
+        int c = getopt_long(argc, argv, ":h", options, NULL);
         if (c == -1)
             break;
         switch (c) {
@@ -85,10 +86,17 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
         case OPT_KEY:
             a->key = optarg;
             break;
-        case OPT_FORMAT:
-            if (tio_format_parse(optarg, &a->format) != TR_OK)
-                return usage_error("convert: --format: %s", tr_last_error());
+        case OPT_FORMAT: {
+            char name[32];
+            size_t len = strlen(optarg);
+            a->zstd = len > 4 && strcmp(optarg + len - 4, ".zst") == 0;
+            snprintf(name, sizeof name, "%.*s", (int)(a->zstd ? len - 4 : len), optarg);
+            if (tio_format_parse(name, &a->format) != TR_OK)
+                return usage_error("convert: --format: unknown format '%s' (expected npy, "
+                                   "safetensors or raw, each optionally followed by .zst)",
+                                   optarg);
             break;
+        }
         case OPT_LEVEL:
             if (!parse_int(optarg, -7, 22, &v))
                 return usage_error("convert: --level: '%s' is not a level from -7 to 22",
@@ -121,7 +129,7 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
         case OPT_FSYNC:
             a->fsync = true;
             break;
-        case OPT_HELP:
+        case 'h':
             print_help();
             return EXIT_OK;
         case ':':
@@ -144,16 +152,22 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
     return EXIT_OK;
 }
 
-/* "a, b, c" into buf: the names of the file's tensors. */
+/* "a, b, c" into buf: the names of the file's tensors, ending in "..."
+ * when they do not all fit. */
 static const char *name_list(const struct tio_file *f, char *buf, size_t size)
 {
     size_t used = 0;
 
     buf[0] = '\0';
-    for (size_t i = 0; i < tio_file_count(f) && used < size; i++) {
+    for (size_t i = 0; i < tio_file_count(f); i++) {
         const char *name = tio_file_entry(f, i)->name;
-        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
-                                 name ? name : "(unnamed)");
+        int n = snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                         name ? name : "(unnamed)");
+        if (n < 0 || (size_t)n >= size - used) {
+            memcpy(buf + (used < size - 4 ? used : size - 4), "...", 4);
+            break;
+        }
+        used += (size_t)n;
     }
     return buf;
 }
@@ -226,8 +240,12 @@ static int copy(const struct convert_args *a, struct tio_file *f, enum tio_forma
                                    tio_file_has_metadata(f) ? &meta : NULL)
                 : tr_last_status();
     }
-    if (s == TR_OK)
+    if (s == TR_OK) {
+        /* from the rename on, an interruption must not say "nothing was
+         * replaced": it waits, and the command ends normally */
+        hold_interrupts();
         s = tio_output_commit(out);
+    }
     if (s != TR_OK)
         msg_error(failed, "%s", tr_last_error());
     tio_output_close(out);
@@ -258,15 +276,20 @@ int cmd_convert(int argc, char **argv)
         return usage_error("convert: %s is raw: describe it with --input-dtype and --shape",
                            a.in);
     tio_format_from_path(a.out, &out_format, &out_compression);
-    if (a.format != TIO_FORMAT_UNKNOWN)
+    if (a.format != TIO_FORMAT_UNKNOWN) {
         out_format = a.format;
+        out_compression = a.zstd ? TIO_COMPRESSION_ZSTD : out_compression;
+    }
     if (out_format == TIO_FORMAT_UNKNOWN && strcmp(a.out, "-") == 0)
         out_format = TIO_FORMAT_NPY;
     if (out_format == TIO_FORMAT_UNKNOWN)
         return usage_error("convert: cannot tell the format of %s from its name (use "
                            "--format npy, safetensors or raw)", a.out);
-    if (a.raw)
+    if (a.raw) {
+        /* the description given wins over whatever the bytes look like */
         oo.raw = &a.layout;
+        oo.format = TIO_FORMAT_RAW;
+    }
     f = tio_open(a.in, &oo);
     if (!f) {
         if (tr_last_status() == TR_ERR_INVALID)
@@ -279,8 +302,9 @@ int cmd_convert(int argc, char **argv)
         const struct tio_entry *e = tio_file_entry(f, first + i);
         enum tr_dtype d = a.dtype != TR_DTYPE_COUNT ? a.dtype : e->dtype;
         if (e->supported && d == TR_DTYPE_BF16) {
-            status = usage_error("convert: .npy cannot hold bf16 (NumPy has no such dtype)");
+            msg_error(NULL, "convert: .npy cannot hold bf16 (NumPy has no such dtype)");
             msg_hint("convert with --dtype f32, or write .safetensors");
+            status = EXIT_USAGE;
         }
     }
     if (status == EXIT_OK) {

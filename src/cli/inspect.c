@@ -8,11 +8,78 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "msg.h"
 #include "tensorrun_io.h"
+
+/* The length of the well-formed UTF-8 character at p (left bytes remain),
+ * or 0 when there is none: not a lead byte, cut short, overlong, a
+ * surrogate or past U+10FFFF. */
+static size_t utf8_char(const unsigned char *p, size_t left)
+{
+    size_t n = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3
+             : (p[0] >> 3) == 30 ? 4 : 0;
+    uint32_t c;
+
+    if (n <= 1 || n > left)
+        return n > left ? 0 : n;
+    c = p[0] & (0x7f >> n);
+    for (size_t k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[k] & 0x3f);
+    }
+    if ((n == 2 && c < 0x80) || (n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+        (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+        return 0;
+    return n;
+}
+
+/* A JSON string of text, whose bytes that are not UTF-8 (a path can hold
+ * any) become U+FFFD; jansson refuses invalid UTF-8 outright. */
+static json_t *text_json(const char *text)
+{
+    size_t len = strlen(text), used = 0;
+    char *clean = malloc(3 * len + 1);
+    json_t *s;
+
+    if (!clean)
+        return json_null();
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_char((const unsigned char *)text + i, len - i);
+        if (n) {
+            memcpy(clean + used, text + i, n);
+            used += n;
+            i += n;
+        } else {
+            memcpy(clean + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            i++;
+        }
+    }
+    s = json_stringn(clean, used);
+    free(clean);
+    return s ? s : json_null();
+}
+
+/* Text for a terminal: control characters of a hostile file shown as
+ * \xNN rather than sent to the terminal. */
+static const char *printable(const char *text, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    for (const unsigned char *p = (const unsigned char *)text; *p && used + 5 < size; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            used += (size_t)snprintf(buf + used, size - used, "\\x%02x", *p);
+        else
+            buf[used++] = (char)*p;
+    }
+    buf[used] = '\0';
+    return buf;
+}
 
 static json_t *int_array(const int64_t *v, int n)
 {
@@ -27,7 +94,7 @@ static json_t *file_json(const char *path, const struct tio_file *f)
 {
     json_t *o = json_object(), *tensors = json_array(), *meta = json_null();
 
-    json_object_set_new(o, "path", json_string(path));
+    json_object_set_new(o, "path", text_json(path));
     json_object_set_new(o, "format", json_string(tio_format_name(tio_file_format(f))));
     json_object_set_new(o, "compression", tio_file_compression(f) == TIO_COMPRESSION_ZSTD
                                               ? json_string("zstd")
@@ -37,15 +104,15 @@ static json_t *file_json(const char *path, const struct tio_file *f)
         meta = json_object();
         for (size_t i = 0; i < tio_file_metadata_count(f); i++)
             json_object_set_new(meta, tio_file_metadata_key(f, i),
-                                json_string(tio_file_metadata_value(f, i)));
+                                text_json(tio_file_metadata_value(f, i)));
     }
     json_object_set_new(o, "metadata", meta);
     for (size_t i = 0; i < tio_file_count(f); i++) {
         const struct tio_entry *e = tio_file_entry(f, i);
         json_t *t = json_object();
-        json_object_set_new(t, "name", e->name ? json_string(e->name) : json_null());
+        json_object_set_new(t, "name", e->name ? text_json(e->name) : json_null());
         json_object_set_new(t, "dtype",
-                            json_string(e->supported ? tr_dtype_name(e->dtype) : e->dtype_text));
+                            text_json(e->supported ? tr_dtype_name(e->dtype) : e->dtype_text));
         json_object_set_new(t, "shape", int_array(e->shape, e->ndim));
         json_object_set_new(t, "strides", int_array(e->strides, e->ndim));
         json_object_set_new(t, "offset_bytes", json_integer((json_int_t)e->offset));
@@ -81,21 +148,23 @@ static void format_list(const int64_t *v, int n, char *buf, size_t size)
 
 static void print_text(const char *path, const struct tio_file *f)
 {
-    char size[32], shape[200], strides[200], bytes[32];
+    char size[32], shape[200], strides[200], bytes[32], a[256], b[1024];
     size_t n = tio_file_count(f);
 
-    printf("%s: %s%s, %s, %zu tensor%s\n", path, tio_format_name(tio_file_format(f)),
+    printf("%s: %s%s, %s, %zu tensor%s\n", printable(path, b, sizeof b),
+           tio_format_name(tio_file_format(f)),
            tio_file_compression(f) == TIO_COMPRESSION_ZSTD ? " (zstd)" : "",
            tr_format_bytes(tio_file_size(f), size, sizeof size), n, n == 1 ? "" : "s");
     for (size_t i = 0; i < tio_file_metadata_count(f); i++)
-        printf("  metadata  %s = %s\n", tio_file_metadata_key(f, i),
-               tio_file_metadata_value(f, i));
+        printf("  metadata  %s = %s\n", printable(tio_file_metadata_key(f, i), a, sizeof a),
+               printable(tio_file_metadata_value(f, i), b, sizeof b));
     for (size_t i = 0; i < n; i++) {
         const struct tio_entry *e = tio_file_entry(f, i);
         format_list(e->shape, e->ndim, shape, sizeof shape);
         format_list(e->strides, e->ndim, strides, sizeof strides);
         printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s%s\n",
-               e->name ? e->name : "-", e->supported ? tr_dtype_name(e->dtype) : e->dtype_text,
+               e->name ? printable(e->name, a, sizeof a) : "-",
+               e->supported ? tr_dtype_name(e->dtype) : printable(e->dtype_text, b, sizeof b),
                shape, strides, e->offset, tr_format_bytes(e->nbytes, bytes, sizeof bytes),
                e->supported ? "" : "  (unsupported dtype)", e->byteswap ? "  (big-endian)" : "");
     }

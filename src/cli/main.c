@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <signal.h>
-#include <unistd.h>
-
 #include "cli.h"
 #include "msg.h"
 #include "tensorrun_io.h"
@@ -113,33 +110,14 @@ static int cmd_help(int argc, char **argv)
 }
 
 /* Flushes standard output and reports a failed write (a full disk, a
- * closed pipe) as a runtime error. */
+ * closed pipe) as an input/output error. */
 static int close_stdout(int code)
 {
     if (ferror(stdout) | (fclose(stdout) != 0)) {
         msg_error(NULL, "write error on standard output");
-        return code == EXIT_OK ? EXIT_RUNTIME : code;
+        return code == EXIT_OK ? EXIT_IO : code;
     }
     return code;
-}
-
-/* SIGINT and SIGTERM: no temporary file survives, no output is replaced. */
-static void on_interrupt(int sig)
-{
-    (void)sig;
-    tio_remove_temporaries();
-    _exit(EXIT_INTERRUPTED);
-}
-
-static void catch_interrupts(void)
-{
-    struct sigaction sa;
-
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
 }
 
 int main(int argc, char **argv)

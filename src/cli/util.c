@@ -4,12 +4,17 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli.h"
 #include "msg.h"
+#include "tensorrun_io.h"
 
 int exit_for_status(tr_status status)
 {
@@ -75,4 +80,34 @@ bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_
             return false;
         p = end + 1;
     }
+}
+
+/* SIGINT and SIGTERM: no temporary file survives, no output is replaced. */
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    tio_remove_temporaries();
+    _exit(EXIT_INTERRUPTED);
+}
+
+void catch_interrupts(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void hold_interrupts(void)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
 }

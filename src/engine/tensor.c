@@ -209,7 +209,7 @@ struct tr_tensor *tr_from_blob(const struct tr_blob *blob, enum tr_dtype dtype,
     TR_RETURN_NULL_IF(!s, TR_ERR_OOM, "out of memory for a tensor's bookkeeping");
     atomic_init(&s->refs, 0);
     s->kind = blob->deleter ? TR_STORAGE_ADOPTED : TR_STORAGE_BORROWED;
-    s->flags = blob->flags & (TR_FLAG_READONLY | TR_FLAG_PINNED);
+    s->flags = blob->flags & (TR_FLAG_READONLY | TR_FLAG_PINNED | TR_FLAG_MAPPED);
     s->device = device;
     s->data = blob->data;
     s->nbytes = blob->nbytes;

@@ -233,7 +233,10 @@ enum tr_storage_kind {
 
 enum tr_flags {
     TR_FLAG_READONLY = 1u << 0, /* no engine function writes through it */
-    TR_FLAG_PINNED = 1u << 1    /* the caller page-locked it; only a record */
+    TR_FLAG_PINNED = 1u << 1,   /* the caller page-locked it; only a record */
+    TR_FLAG_MAPPED = 1u << 2    /* a shared mapping of a file: its pages may be
+                                   dropped and are read back from the file; only
+                                   a record */
 };
 
 /* Called once, with the blob's data pointer and ctx, when the last handle of

@@ -871,8 +871,6 @@ tr_status tio__safetensors_header(size_t n, const char *const *names,
         status = check_text(names[i], "a tensor name");
         if (status != TR_OK)
             return status;
-        if (names[i][0] == '\0')
-            return tio__error(TR_ERR_INVALID, "a tensor name is empty");
         if (strcmp(names[i], ST_METADATA_KEY) == 0)
             return tio__error(TR_ERR_INVALID,
                               "'__metadata__' cannot name a tensor: safetensors reserves it");

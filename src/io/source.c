@@ -41,12 +41,15 @@ tr_status tio__source_open(struct tio__source *src, const char *path)
         return tio__error(TR_ERR_IO, "cannot stat: %s", strerror(errno));
     if (S_ISDIR(st.st_mode))
         return tio__error(TR_ERR_IO, "is a directory");
-    src->regular = S_ISREG(st.st_mode);
+    /* standard input may be a file someone read part of: then it is read
+     * from there on, as a stream, not mapped from its start */
+    src->regular = S_ISREG(st.st_mode) &&
+                   (src->owns_fd || lseek(src->fd, 0, SEEK_CUR) == 0);
     src->file_size = src->regular ? (uint64_t)st.st_size : 0;
     return TR_OK;
 }
 
-tr_status tio__source_map(struct tio__source *src)
+tr_status tio__source_map(struct tio__source *src, bool header_only)
 {
     struct tr_blob blob = {0};
     int64_t shape[1];
@@ -58,13 +61,14 @@ tr_status tio__source_map(struct tio__source *src)
         return tio__error(TR_ERR_IO, "the file is too large to map");
     p = mmap(NULL, (size_t)src->file_size, PROT_READ, MAP_SHARED, src->fd, 0);
     if (p == MAP_FAILED)
-        return tio__error(TR_ERR_IO, "cannot map: %s", strerror(errno));
-    madvise(p, (size_t)src->file_size, MADV_SEQUENTIAL);
+        return tio__error(errno == ENOMEM ? TR_ERR_OOM : TR_ERR_IO, "cannot map: %s",
+                          strerror(errno));
+    madvise(p, (size_t)src->file_size, header_only ? MADV_RANDOM : MADV_SEQUENTIAL);
     blob.data = p;
     blob.nbytes = src->file_size;
     blob.deleter = unmap;
     blob.deleter_ctx = (void *)(uintptr_t)src->file_size;
-    blob.flags = TR_FLAG_READONLY;
+    blob.flags = TR_FLAG_READONLY | TR_FLAG_MAPPED;
     shape[0] = (int64_t)src->file_size;
     src->map = tr_from_blob(&blob, TR_DTYPE_U8, 1, shape, NULL, TR_CPU);
     if (!src->map) {

@@ -29,8 +29,10 @@ struct tio__source {
 
 /* Opens path ("-": standard input) and learns whether it is a regular file. */
 tr_status tio__source_open(struct tio__source *src, const char *path);
-/* Maps a regular file whole, read-only (nothing for an empty file). */
-tr_status tio__source_map(struct tio__source *src);
+/* Maps a regular file whole, read-only (nothing for an empty file), with a
+ * hint for reading it in order, or, when only its header will be read, for
+ * reading nothing ahead. */
+tr_status tio__source_map(struct tio__source *src, bool header_only);
 /* From now on tio__source_read decompresses zstd frames (from the mapping
  * when there is one, else from the file descriptor). */
 tr_status tio__source_start_zstd(struct tio__source *src);

@@ -34,9 +34,12 @@ struct tio_file {
 
 /* ------------------------------------------------------------ headers */
 
+/* A zstd frame, or a skippable frame (magic 0x184D2A50 to 0x184D2A5F,
+ * which pzstd writes first). */
 static bool is_zstd(const uint8_t *p, uint64_t len)
 {
-    return len >= 4 && memcmp(p, zstd_magic, 4) == 0;
+    return len >= 4 && (memcmp(p, zstd_magic, 4) == 0 ||
+                        ((p[0] & 0xf0) == 0x50 && p[1] == 0x2a && p[2] == 0x4d && p[3] == 0x18));
 }
 
 static enum tio_format detect(const struct tio_file *f, const char *path, const uint8_t *p,
@@ -89,9 +92,14 @@ static tr_status parse(struct tio_file *f, const uint8_t *p, uint64_t len, uint6
     e = calloc(1, sizeof *e);
     if (!e)
         return tio__error(TR_ERR_OOM, "out of memory reading a header");
-    s = f->format == TIO_FORMAT_NPY ? tio__npy_parse(p, len, stream_size, e)
-                                    : tio__raw_describe(f->has_raw ? &f->raw : NULL,
-                                                        stream_size, e);
+    if (f->format == TIO_FORMAT_NPY)
+        s = tio__npy_parse(p, len, stream_size, e);
+    else if (f->has_raw)
+        s = tio__raw_describe(&f->raw, stream_size, e);
+    else
+        s = tio__error(TR_ERR_FORMAT, "a raw file has no header to describe it: its dtype "
+                                      "and shape must be given (convert --input-dtype, "
+                                      "--shape)");
     if (s != TR_OK) {
         free(e);
         return s;
@@ -153,6 +161,14 @@ static tr_status open_mapped(struct tio_file *f, const char *path)
     f->mapped_bytes = size;
     f->bytes = f->src.map;
     f->src.map = NULL;
+    if (!f->bytes) {
+        /* an empty file: zero-size tensors are views of an empty storage */
+        int64_t none = 0;
+        f->bytes = tr_empty(TR_DTYPE_U8, 1, &none, TR_CPU);
+        if (!f->bytes)
+            return tr_last_status();
+        tr_detach(f->bytes);
+    }
     return TR_OK;
 }
 
@@ -256,13 +272,18 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
         if (s == TR_OK && n < need)
             s = wrong_length(f, head, have);
     }
-    /* safetensors data must end exactly where the stream does */
+    /* safetensors data must end exactly where the stream does; after the
+     * others, the rest is read too: the end of a zstd frame and its
+     * checksum are checked there, and a pipe's writer is not left blocked */
     if (s == TR_OK && f->format == TIO_FORMAT_SAFETENSORS) {
         got = 0;
         if (have <= need)
             s = tio__source_read(&f->src, &(uint8_t){0}, 1, &got);
         if (s == TR_OK && (have > need || got))
             s = wrong_length(f, head, have);
+    } else if (s == TR_OK) {
+        uint64_t total;
+        s = tio__source_drain(&f->src, &total);
     }
     free(head);
     if (s != TR_OK) {
@@ -298,7 +319,7 @@ struct tio_file *tio_open(const char *path, const struct tio_open_options *optio
     tio_format_from_path(path, &by_name, &compression);
     s = tio__source_open(&f->src, path);
     if (s == TR_OK && f->src.regular)
-        s = tio__source_map(&f->src);
+        s = tio__source_map(&f->src, f->header_only);
     if (s != TR_OK)
         goto fail;
 
@@ -307,7 +328,9 @@ struct tio_file *tio_open(const char *path, const struct tio_open_options *optio
             s = open_mapped(f, path);
             goto done;
         }
-        stream_size = tio__source_zstd_content_size(&f->src);
+        /* the declared size needs a walk over every frame: not for a header */
+        stream_size = f->header_only ? TIO_SIZE_UNKNOWN
+                                     : tio__source_zstd_content_size(&f->src);
         f->compression = TIO_COMPRESSION_ZSTD;
         s = tio__source_start_zstd(&f->src);
     } else {
@@ -430,12 +453,12 @@ struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
         return NULL;
     }
     if (!e->supported) {
-        tio__error(TR_ERR_DTYPE, "%s%s%shas dtype %s, which tensorrun cannot compute with",
-                   e->name ? "tensor '" : "", e->name ? e->name : "", e->name ? "' " : "",
-                   e->dtype_text);
+        tio__error(TR_ERR_DTYPE, "%s%s%s has dtype %s, which tensorrun cannot compute with",
+                   e->name ? "tensor '" : "the tensor", e->name ? e->name : "",
+                   e->name ? "'" : "", e->dtype_text);
         return NULL;
     }
-    if (!f->bytes) {
+    if (f->header_only) {
         tio__error(TR_ERR_STATE, "the file was opened for its header only");
         return NULL;
     }

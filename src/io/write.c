@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,24 +34,45 @@ struct tio_output {
     struct tio__sink *sink;
     uint64_t bytes;
     bool written, committed;
+    bool failed;        /* the write failed: nothing may be committed */
 };
 
 /* ---------------------------------------------------------- temporaries */
 
 /* Every live temporary file, for tio_remove_temporaries, which a signal
  * handler may call at any moment: a path is complete before it is
- * published and unpublished before it is freed. */
-static char *volatile temporaries[MAX_TEMPORARIES];
+ * published and unpublished before it is freed; the slots are atomic, as
+ * C11 requires of what a signal handler reads. */
+static _Atomic(char *) temporaries[MAX_TEMPORARIES];
 static pthread_mutex_t temporaries_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Blocks SIGINT and SIGTERM on the calling thread while a temporary file
+ * changes hands (created and not yet published, renamed and not yet
+ * unpublished), so that an interruption finds the registry true. */
+static void hold_signals(sigset_t *old)
+{
+    sigset_t set;
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void release_signals(const sigset_t *old)
+{
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Records path as a live temporary; -1 when the registry is full. */
 static int publish(char *path)
 {
     int slot = -1;
 
     pthread_mutex_lock(&temporaries_lock);
     for (int i = 0; i < MAX_TEMPORARIES && slot < 0; i++)
-        if (!temporaries[i]) {
-            temporaries[i] = path;
+        if (!atomic_load(&temporaries[i])) {
+            atomic_store(&temporaries[i], path);
             slot = i;
         }
     pthread_mutex_unlock(&temporaries_lock);
@@ -60,14 +84,14 @@ static void unpublish(int slot)
     if (slot < 0)
         return;
     pthread_mutex_lock(&temporaries_lock);
-    temporaries[slot] = NULL;
+    atomic_store(&temporaries[slot], NULL);
     pthread_mutex_unlock(&temporaries_lock);
 }
 
 void tio_remove_temporaries(void)
 {
     for (int i = 0; i < MAX_TEMPORARIES; i++) {
-        char *p = temporaries[i];
+        char *p = atomic_load(&temporaries[i]);
         if (p)
             unlink(p);
     }
@@ -75,18 +99,32 @@ void tio_remove_temporaries(void)
 
 /* -------------------------------------------------------------- opening */
 
+/* The process's umask, read where Linux shows it, so that it never has to
+ * be changed (umask(2) alone can only read it by setting it, which would
+ * race with other threads creating files). */
+static mode_t current_umask(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    unsigned mask = 022;
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Umask: %o", &mask) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (mode_t)mask;
+}
+
 /* The mode a new file gets: the destination's own when it exists, else
  * what the umask leaves of 0666. */
 static mode_t new_file_mode(const char *path)
 {
     struct stat st;
-    mode_t mask;
 
     if (stat(path, &st) == 0)
         return st.st_mode & 07777;
-    mask = umask(0);
-    umask(mask);
-    return 0666 & ~mask;
+    return 0666 & ~current_umask();
 }
 
 static char *dir_of(const char *path)
@@ -105,6 +143,7 @@ static tr_status make_temporary(struct tio_output *out)
     char *dir = dir_of(out->path), *base_copy = strdup(out->path);
     const char *base = base_copy ? basename(base_copy) : NULL;
     size_t len;
+    sigset_t held;
     tr_status s = TR_OK;
 
     if (!dir || !base) {
@@ -117,16 +156,23 @@ static tr_status make_temporary(struct tio_output *out)
         s = tio__error(TR_ERR_OOM, "out of memory starting an output");
         goto done;
     }
-    snprintf(out->tmp_path, len, "%s/.%s.tmp-XXXXXX", dir, base);
+    /* ".NAME.tmp-XXXXXX", NAME shortened so the whole fits in NAME_MAX */
+    snprintf(out->tmp_path, len, "%s/.%.*s.tmp-XXXXXX", dir, NAME_MAX - 12, base);
+    hold_signals(&held);
     out->fd = mkostemp(out->tmp_path, O_CLOEXEC);
+    if (out->fd >= 0)
+        out->slot = publish(out->tmp_path);
+    release_signals(&held);
     if (out->fd < 0) {
         s = tio__error(TR_ERR_IO, "cannot create a file in %s: %s", dir, strerror(errno));
         free(out->tmp_path);
         out->tmp_path = NULL;
         goto done;
     }
-    out->slot = publish(out->tmp_path);
-    if (fchmod(out->fd, new_file_mode(out->path)) != 0)
+    if (out->slot < 0)
+        s = tio__error(TR_ERR_IO, "too many outputs open at once (at most %d)",
+                       MAX_TEMPORARIES);
+    else if (fchmod(out->fd, new_file_mode(out->path)) != 0)
         s = tio__error(TR_ERR_IO, "cannot set the mode of a new file in %s: %s", dir,
                        strerror(errno));
 done:
@@ -142,7 +188,9 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
     enum tio_compression compression;
     struct stat st;
 
-    if (!out || !(out->path = strdup(path))) {
+    if (out)
+        out->path = strdup(path);
+    if (!out || !out->path) {
         free(out);
         tio__error(TR_ERR_OOM, "out of memory starting an output");
         return NULL;
@@ -199,8 +247,8 @@ static struct tr_tensor *block_at(const struct tr_tensor *t, int k, const int64_
 }
 
 /* Drops the pages wholly inside [p, p + len) from this process's memory.
- * Only for read-only file mappings that are read once, in order: the data
- * stays in the page cache, and a later read faults it back in. */
+ * Only for shared file mappings (TR_FLAG_MAPPED) read once, in order: the
+ * data stays in the page cache, and a later read faults it back in. */
 static void release_pages(const void *p, uint64_t len)
 {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -211,7 +259,7 @@ static void release_pages(const void *p, uint64_t len)
         madvise((void *)start, end - start, MADV_DONTNEED);
 }
 
-/* Writes a compact CPU tensor's bytes as they are; a read-only mapping is
+/* Writes a compact CPU tensor's bytes as they are; a file mapping is
  * written block by block, each block's pages given back once written, so
  * that streaming a file costs no more resident memory than a block. */
 static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t)
@@ -220,7 +268,7 @@ static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t
     uint64_t bytes = tr_tensor_nbytes(t);
     tr_status s = TR_OK;
 
-    if (!(tr_tensor_flags(t) & TR_FLAG_READONLY))
+    if (!(tr_tensor_flags(t) & TR_FLAG_MAPPED))
         return tio__sink_write(sink, p, (size_t)bytes);
     for (uint64_t done = 0; done < bytes && s == TR_OK; done += BLOCK_BYTES) {
         uint64_t n = bytes - done < BLOCK_BYTES ? bytes - done : BLOCK_BYTES;
@@ -240,7 +288,7 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
     int64_t index[TR_MAX_DIMS] = {0}, chunk, total = tr_tensor_numel(t);
     tr_status s = TR_OK;
     bool streamed = tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_is_contiguous(t) &&
-                    (tr_tensor_flags(t) & TR_FLAG_READONLY);
+                    (tr_tensor_flags(t) & TR_FLAG_MAPPED);
 
     if (total == 0)
         return TR_OK;
@@ -407,6 +455,7 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
             s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
         out->fd = -1;
     }
+    out->failed = s != TR_OK;
     return s;
 }
 
@@ -434,17 +483,26 @@ static tr_status sync_dir(const char *path)
 
 tr_status tio_output_commit(struct tio_output *out)
 {
-    TR_RETURN_ERROR_IF(!out->written, TR_ERR_STATE, "nothing was written to the output");
+    sigset_t held;
+    int rc;
+
+    TR_RETURN_ERROR_IF(!out->written || out->failed, TR_ERR_STATE,
+                       "the output was not written completely: nothing to commit");
     if (!out->tmp_path) {
         out->committed = true;
         return TR_OK;
     }
-    if (rename(out->tmp_path, out->path) != 0)
+    hold_signals(&held);
+    rc = rename(out->tmp_path, out->path);
+    if (rc == 0) {
+        unpublish(out->slot);
+        out->slot = -1;
+        out->committed = true;
+    }
+    release_signals(&held);
+    if (rc != 0)
         return tio__error(TR_ERR_IO, "cannot rename the finished file into place: %s",
                           strerror(errno));
-    unpublish(out->slot);
-    out->slot = -1;
-    out->committed = true;
     return out->options.fsync ? sync_dir(out->path) : TR_OK;
 }
 

@@ -61,7 +61,7 @@ setup() {
     [ -w /dev/full ] || skip "/dev/full is not available"
     run --separate-stderr timeout 10 "$TENSORRUN" --help
     run bash -c '"$0" --help > /dev/full' "$TENSORRUN"
-    [ "$status" -eq 1 ]
+    [ "$status" -eq 4 ]
     [[ "$output" == *"write error"* ]]
 }
 

@@ -204,3 +204,62 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
     [ "$(cat dest.npy.zst)" = "precious" ]
     [ -z "$(ls -A | grep tmp)" ]
 }
+
+@test "--input-dtype and --shape win over bytes that look like another format" {
+    # 24 as the first i64 reads like a safetensors header length followed by '{'
+    "$PY" -c 'import numpy as np; np.array([24, 123, 5, 6, 7, 8], "<i8").tofile("ints.bin")'
+    run_tensorrun 0 convert ints.bin o.npy --input-dtype i64 --shape 6
+    "$PY" -c 'import numpy as np; assert np.load("o.npy").tolist() == [24, 123, 5, 6, 7, 8]'
+    cp m.npy looks-like.bin
+    run_tensorrun 0 convert looks-like.bin b.npy --input-dtype u8 --shape 176
+    "$PY" -c 'import numpy as np; a = np.load("b.npy"); assert a.dtype == np.uint8 and a.shape == (176,)'
+}
+
+@test "an empty raw file with a zero-size shape converts" {
+    : > empty.bin
+    run_tensorrun 0 convert empty.bin e.npy --input-dtype f32 --shape 0,3
+    "$PY" -c 'import numpy as np; assert np.load("e.npy").shape == (0, 3)'
+}
+
+@test "standard input is read from where its reader left it" {
+    (printf 'GARBAGE!'; cat m.npy) > pre.bin
+    ( head -c 8 > /dev/null; "$TENSORRUN" convert - after.npy ) < pre.bin
+    npy_equal m.npy after.npy
+}
+
+@test "a destination name as long as the file system allows" {
+    name=$(printf 'x%.0s' $(seq 246)).npy
+    run_tensorrun 0 convert m.npy "$name"
+    npy_equal m.npy "$name"
+}
+
+@test "zstd streams from pzstd (skippable frames first) are read" {
+    command -v pzstd >/dev/null || skip "no pzstd program"
+    pzstd -q m.npy -o pz.npy.zst
+    run_tensorrun 0 convert pz.npy.zst back.npy
+    npy_equal m.npy back.npy
+}
+
+@test "--format npy.zst compresses standard output" {
+    "$TENSORRUN" convert m.npy - --format npy.zst > out.zst
+    run_tensorrun 0 inspect --json out.zst
+    [[ "$output" == *'"compression":"zstd"'* ]]
+    run_tensorrun 0 convert out.zst back.npy
+    npy_equal m.npy back.npy
+}
+
+@test "a closed pipe on standard output is a write error (exit 4), not a signal" {
+    "$PY" -c 'import numpy as np; np.save("big.npy", np.zeros(4 << 20, "<f4"))'
+    set +o pipefail
+    run bash -c 'set -o pipefail; "$0" convert big.npy - | head -c 10 > /dev/null; echo "${PIPESTATUS[0]}"' "$TENSORRUN"
+    [ "${lines[-1]}" = 4 ]
+}
+
+@test "converting a huge integer to bf16 rounds once" {
+    # 2^60 + 2^52 + 1 is just above the midpoint of two bf16 values; through f64
+    # it would land on the midpoint and round to even, 2^60
+    "$PY" -c 'import numpy as np; np.array([2**60 + 2**52 + 1, -(2**60 + 2**52 + 1)], "<i8").tofile("big.bin")'
+    run_tensorrun 0 convert big.bin b.safetensors --input-dtype i64 --shape 2 --dtype bf16
+    run_tensorrun 0 convert b.safetensors b.npy --dtype f64
+    "$PY" -c 'import numpy as np; assert np.load("b.npy").tolist() == [2**60 + 2**53, -(2**60 + 2**53)], np.load("b.npy")'
+}

@@ -124,3 +124,34 @@ EOF
     run_tensorrun 4 inspect d
     [[ "$stderr" == *"is a directory"* ]]
 }
+
+@test "a path that is not UTF-8 still has its \"path\" in JSON" {
+    "$PY" -c 'import numpy as np; np.save("a.npy", np.zeros(2))'
+    cp a.npy $'\xff.npy'
+    run_tensorrun 0 inspect --json $'\xff.npy'
+    json_check "$output" 'd["path"] == "\ufffd.npy"'
+}
+
+@test "a write error on standard output is exit 4" {
+    [ -w /dev/full ] || skip "no /dev/full"
+    "$PY" -c 'import numpy as np; np.save("a.npy", np.zeros(2))'
+    run bash -c '"$0" inspect a.npy > /dev/full' "$TENSORRUN"
+    [ "$status" -eq 4 ]
+}
+
+@test "inspect of raw bytes is exit 4: a raw file has no header to describe" {
+    head -c 100 /dev/urandom > rnd.bin
+    run_tensorrun 4 inspect rnd.bin
+    [[ "$stderr" == *"no header"* ]]
+}
+
+@test "control characters in a file's names do not reach the terminal" {
+    "$PY" - <<'PY'
+import json, struct
+h = json.dumps({"__metadata__": {"k": "\u001b[31mred"}, "a\u001bb": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}, separators=(",", ":")).encode()
+open("esc.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"\0")
+PY
+    run_tensorrun 0 inspect esc.safetensors
+    [[ "$output" != *$'\033'* ]]
+    [[ "$output" == *'\x1b[31mred'* ]]
+}

@@ -60,11 +60,29 @@ static inline uint8_t boolean_from_u(uint64_t v) { return v != 0; }
 static inline uint8_t boolean_from_i(int64_t v) { return v != 0; }
 static inline uint8_t boolean_from_f(double v) { return v != 0; }
 
-static inline uint16_t f16_from_u(uint64_t v) { return tr_f64_to_f16((double)v); }
-static inline uint16_t f16_from_i(int64_t v) { return tr_f64_to_f16((double)v); }
+/* An integer as a double rounded "to odd" (cut toward zero, the last bit
+ * set when anything was cut off), so that rounding it once more, to the
+ * 11 or 8 significant bits of f16 or bf16, rounds once from the exact
+ * integer.  Exact below 2^53. */
+static inline double u64_round_odd(uint64_t v)
+{
+    int shift = v >> 53 ? 11 - __builtin_clzll(v) : 0;
+
+    if (shift <= 0)
+        return (double)v;
+    return ldexp((double)((v >> shift) | ((v & ((UINT64_C(1) << shift) - 1)) != 0)), shift);
+}
+
+static inline double i64_round_odd(int64_t v)
+{
+    return v < 0 ? -u64_round_odd((uint64_t)0 - (uint64_t)v) : u64_round_odd((uint64_t)v);
+}
+
+static inline uint16_t f16_from_u(uint64_t v) { return tr_f64_to_f16(u64_round_odd(v)); }
+static inline uint16_t f16_from_i(int64_t v) { return tr_f64_to_f16(i64_round_odd(v)); }
 static inline uint16_t f16_from_f(double v) { return tr_f64_to_f16(v); }
-static inline uint16_t bf16_from_u(uint64_t v) { return tr_f64_to_bf16((double)v); }
-static inline uint16_t bf16_from_i(int64_t v) { return tr_f64_to_bf16((double)v); }
+static inline uint16_t bf16_from_u(uint64_t v) { return tr_f64_to_bf16(u64_round_odd(v)); }
+static inline uint16_t bf16_from_i(int64_t v) { return tr_f64_to_bf16(i64_round_odd(v)); }
 static inline uint16_t bf16_from_f(double v) { return tr_f64_to_bf16(v); }
 static inline float f32_from_u(uint64_t v) { return (float)v; }
 static inline float f32_from_i(int64_t v) { return (float)v; }
@@ -109,25 +127,31 @@ static inline double f64_from_f(double v) { return v; }
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
+#include <pthread.h>
 
 /* The F16C instructions convert eight values at a time, rounding to
  * nearest even, with subnormals, infinities and NaN (quieted, payload's top
  * bits kept) exactly as tr_f32_to_f16 and tr_f16_to_f32 do. */
-static bool have_f16c(void)
+static bool f16c;
+
+static void detect_f16c(void)
 {
-    static int cached = -1;
     unsigned a, b, c, d, xcr0, xcr0_high;
 
-    if (cached >= 0)
-        return cached;
-    cached = 0;
     if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX) &&
         (c & bit_F16C)) {
         /* and the OS saves the AVX registers (XCR0 bits 1 and 2) */
         __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
-        cached = (xcr0 & 6) == 6;
+        f16c = (xcr0 & 6) == 6;
     }
-    return cached;
+}
+
+static bool have_f16c(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, detect_f16c);
+    return f16c;
 }
 
 __attribute__((target("avx,f16c")))

@@ -1,0 +1,82 @@
+/*
+ * inject.c - an LD_PRELOAD shim that makes system calls fail on demand, for
+ * testing the error paths of outputs that no real disk fails on cue:
+ *
+ *   TR_FAIL_WRITE=N    write(2) to a file descriptor above 2 fails with ENOSPC
+ *                      once N bytes have gone to such descriptors
+ *   TR_FAIL_FSYNC=1    fsync(2) fails with EIO
+ *   TR_FAIL_CLOSE=1    close(2) of a descriptor above 2 fails with EIO
+ *                      (after closing it, as Linux does)
+ *   TR_FAIL_RENAME=1   rename(2) fails with EXDEV
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static atomic_llong written;
+
+static long long limit(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v && *v ? strtoll(v, NULL, 10) : -1;
+}
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+    static ssize_t (*real)(int, const void *, size_t);
+    long long max = limit("TR_FAIL_WRITE");
+
+    if (!real)
+        real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    if (fd > 2 && max >= 0 && atomic_fetch_add(&written, (long long)len) + (long long)len > max) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return real(fd, buf, len);
+}
+
+int fsync(int fd)
+{
+    static int (*real)(int);
+
+    if (!real)
+        real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    if (limit("TR_FAIL_FSYNC") == 1) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd);
+}
+
+int close(int fd)
+{
+    static int (*real)(int);
+    int rc;
+
+    if (!real)
+        real = (int (*)(int))dlsym(RTLD_NEXT, "close");
+    rc = real(fd);
+    if (rc == 0 && fd > 2 && limit("TR_FAIL_CLOSE") == 1) {
+        errno = EIO;
+        return -1;
+    }
+    return rc;
+}
+
+int rename(const char *from, const char *to)
+{
+    static int (*real)(const char *, const char *);
+
+    if (!real)
+        real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
+    if (limit("TR_FAIL_RENAME") == 1) {
+        errno = EXDEV;
+        return -1;
+    }
+    return real(from, to);
+}
