@@ -6,8 +6,12 @@
 #      (time and peak resident memory)
 #   3. convert to .npy.zst against `zstd -T0 -3` on the same bytes
 # Each job runs RUNS times, the tools alternating; medians are reported.
+# Outputs go to OUTDIR (default /dev/shm when it exists): on a disk, each
+# tool would pay for the writeback of the one before it, and the figures
+# would measure the disk rather than the tools.
 #
-# Usage: io_bench.sh TENSORRUN [WORKDIR]     (WORKDIR needs about 3 GiB)
+# Usage: io_bench.sh TENSORRUN [WORKDIR]     (WORKDIR needs about 1 GiB,
+#                                             OUTDIR about 2 GiB)
 set -eu
 TENSORRUN=$1
 WORK=${2:-${TMPDIR:-/tmp}/tensorrun-io-bench}
@@ -15,6 +19,9 @@ RUNS=${RUNS:-3}
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 cd "$WORK"
+if [ -z "${OUTDIR:-}" ]; then
+    [ -d /dev/shm ] && [ -w /dev/shm ] && OUTDIR=$(mktemp -d /dev/shm/tensorrun-io-bench.XXXXXX) || OUTDIR=$WORK
+fi
 
 if [ ! -f big.npy ]; then
     "$PY" -c '
@@ -51,27 +58,28 @@ per_run() {
 
 rm -f ./*.times
 for _ in $(seq "$RUNS"); do
-    per_run inspect_big 50 "$TENSORRUN" inspect big.npy
-    per_run inspect_tiny 50 "$TENSORRUN" inspect tiny.npy
+    per_run inspect_big 200 "$TENSORRUN" inspect big.npy
+    per_run inspect_tiny 200 "$TENSORRUN" inspect tiny.npy
     measure faults_big "$TENSORRUN" inspect big.npy
     measure faults_tiny "$TENSORRUN" inspect tiny.npy
-    measure tensorrun_f16 "$TENSORRUN" convert big.npy out_tr.npy --dtype f16
-    measure numpy_f16 "$PY" -c 'import numpy as np; np.save("out_np.npy", np.load("big.npy", mmap_mode="r").astype("f2"))'
+    measure tensorrun_f16 "$TENSORRUN" convert big.npy "$OUTDIR/out_tr.npy" --dtype f16
+    measure numpy_f16 "$PY" -c 'import numpy as np, sys; np.save(sys.argv[1], np.load("big.npy", mmap_mode="r").astype("f2"))' "$OUTDIR/out_np.npy"
     if "$PY" -c 'import torch' 2>/dev/null; then
-        measure torch_f16 "$PY" -W ignore -c 'import numpy as np, torch
+        measure torch_f16 "$PY" -W ignore -c 'import numpy as np, sys, torch
 torch.set_num_threads(2)
-np.save("out_pt.npy", torch.from_numpy(np.load("big.npy", mmap_mode="r")).half().numpy())'
+np.save(sys.argv[1], torch.from_numpy(np.load("big.npy", mmap_mode="r")).half().numpy())' "$OUTDIR/out_pt.npy"
     fi
-    measure tensorrun_zst "$TENSORRUN" convert big.npy out_tr.npy.zst
+    measure tensorrun_zst "$TENSORRUN" convert big.npy "$OUTDIR/out_tr.npy.zst"
     if command -v zstd > /dev/null; then
-        measure zstd_cli zstd -q -f -T0 -3 big.npy -o out_cli.npy.zst
+        measure zstd_cli zstd -q -f -T0 -3 big.npy -o "$OUTDIR/out_cli.npy.zst"
     fi
 done
-cmp out_tr.npy out_np.npy || echo "warning: tensorrun's f16 file differs from NumPy's"
+cmp "$OUTDIR/out_tr.npy" "$OUTDIR/out_np.npy" ||
+    echo "warning: tensorrun's f16 file differs from NumPy's"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 
-echo "io_bench: medians of $RUNS alternating runs, in $WORK"
+echo "io_bench: medians of $RUNS alternating runs, input in $WORK, outputs in $OUTDIR"
 printf '  inspect 1 GiB .npy   %8.2f ms  %6d page faults\n' \
     "$(awk -v s="$(median inspect_big 1)" 'BEGIN { print s * 1000 }')" "$(median faults_big 3)"
 printf '  inspect 1 KiB .npy   %8.2f ms  %6d page faults   (1 GiB / 1 KiB: %s; the header is all it reads)\n' \
@@ -90,4 +98,5 @@ if [ -f zstd_cli.times ]; then
     printf '  convert to .npy.zst  tensorrun %6.3f s, zstd -T0 -3 %6.3f s   tensorrun/zstd %s (target <= 1)\n' \
         "$z" "$(median zstd_cli 1)" "$(ratio "$z" "$(median zstd_cli 1)")"
 fi
-rm -f out_tr.npy out_np.npy out_pt.npy out_tr.npy.zst out_cli.npy.zst ./*.one
+rm -f ./*.one "$OUTDIR"/out_*
+[ "$OUTDIR" = "$WORK" ] || rmdir "$OUTDIR"
