@@ -136,16 +136,6 @@ static void print_json(const char *path, const struct tio_file *f)
     json_decref(o);
 }
 
-static void format_list(const int64_t *v, int n, char *buf, size_t size)
-{
-    size_t used = (size_t)snprintf(buf, size, "[");
-
-    for (int i = 0; i < n && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, i ? ",%" PRId64 : "%" PRId64, v[i]);
-    if (used < size)
-        snprintf(buf + used, size - used, "]");
-}
-
 static void print_text(const char *path, const struct tio_file *f)
 {
     char size[32], shape[200], strides[200], bytes[32], a[256], b[1024];
@@ -160,8 +150,8 @@ static void print_text(const char *path, const struct tio_file *f)
                printable(tio_file_metadata_value(f, i), b, sizeof b));
     for (size_t i = 0; i < n; i++) {
         const struct tio_entry *e = tio_file_entry(f, i);
-        format_list(e->shape, e->ndim, shape, sizeof shape);
-        format_list(e->strides, e->ndim, strides, sizeof strides);
+        tr_format_shape(e->shape, e->ndim, shape, sizeof shape);
+        tr_format_shape(e->strides, e->ndim, strides, sizeof strides);
         printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s%s\n",
                e->name ? printable(e->name, a, sizeof a) : "-",
                e->supported ? tr_dtype_name(e->dtype) : printable(e->dtype_text, b, sizeof b),

@@ -16,8 +16,8 @@
 /* The engine's own name for tr_set_error. */
 #define tr__set_error tr_set_error
 
-/* Formats a shape as "[2,3]" into buf. */
-char *tr__format_shape(const int64_t *shape, int ndim, char *buf, size_t size);
+/* The engine's own name for tr_format_shape. */
+#define tr__format_shape tr_format_shape
 
 /* --------------------------------------------------------------- storage */
 

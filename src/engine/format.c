@@ -44,7 +44,7 @@ static size_t append(char *buf, size_t size, size_t used, const char *fmt, ...)
     return n < 0 ? used : used + (size_t)n;
 }
 
-char *tr__format_shape(const int64_t *shape, int ndim, char *buf, size_t size)
+char *tr_format_shape(const int64_t *shape, int ndim, char *buf, size_t size)
 {
     size_t used = append(buf, size, 0, "[");
 

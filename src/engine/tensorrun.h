@@ -217,6 +217,9 @@ tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes);
 /* Starts a new peak: peak_active_bytes becomes the current active_bytes. */
 tr_status tr_memory_reset_peak(struct tr_device device);
 
+/* Writes a shape as messages print it, "[2,3]" ("[]" for a scalar), into
+ * buf and returns buf; cut short to fit size. */
+char *tr_format_shape(const int64_t *shape, int ndim, char *buf, size_t size);
 /* Writes a byte count the way the reports print it ("512 B", "1.5 KiB",
  * "256.0 MiB") into buf (at least 16 bytes) and returns buf. */
 char *tr_format_bytes(uint64_t bytes, char *buf, size_t size);

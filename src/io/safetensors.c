@@ -182,24 +182,6 @@ static const char *quote(const char *s, char *buf, size_t size)
     return buf;
 }
 
-/* "[2,3]" into buf (ST_SHAPE_MAX bytes). */
-static const char *format_shape(const int64_t *shape, int ndim, char *buf, size_t size)
-{
-    size_t o = 0;
-
-    buf[o++] = '[';
-    for (int d = 0; d < ndim && o + 24 < size; d++) {
-        int w = snprintf(buf + o, size - o, "%s%" PRId64, d > 0 ? "," : "", shape[d]);
-
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
-    buf[o++] = ']';
-    buf[o] = '\0';
-    return buf;
-}
-
 static const char *json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
@@ -502,13 +484,13 @@ static tr_status check_layout(const struct st_item *items, size_t count, uint64_
                               "tensor %s: shape %s overflows: its element count does not "
                               "fit in 64 bits",
                               quote(it->name, qn, sizeof qn),
-                              format_shape(it->shape, it->ndim, sh, sizeof sh));
+                              tr_format_shape(it->shape, it->ndim, sh, sizeof sh));
         if (fits < 0)
             return tio__error(TR_ERR_FORMAT,
                               "tensor %s: shape %s of %s overflows: its size in bits does not "
                               "fit in 64 bits",
                               quote(it->name, qn, sizeof qn),
-                              format_shape(it->shape, it->ndim, sh, sizeof sh), dt->name);
+                              tr_format_shape(it->shape, it->ndim, sh, sizeof sh), dt->name);
         if (nbits % 8 != 0)
             return tio__error(TR_ERR_FORMAT,
                               "tensor %s: %" PRIu64 " %s values take %" PRIu64
@@ -520,7 +502,7 @@ static tr_status check_layout(const struct st_item *items, size_t count, uint64_
                               " bytes, but shape %s of %s needs %" PRIu64,
                               quote(it->name, qn, sizeof qn), it->begin, it->end,
                               it->end - it->begin,
-                              format_shape(it->shape, it->ndim, sh, sizeof sh), dt->name,
+                              tr_format_shape(it->shape, it->ndim, sh, sizeof sh), dt->name,
                               nbits / 8);
     }
     if (data_size == TIO_SIZE_UNKNOWN)

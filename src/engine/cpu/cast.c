@@ -207,22 +207,13 @@ static bool fast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
         return true;
     }
 #endif
-    if (from == TR_DTYPE_F32 && to == TR_DTYPE_F16) {
+    if (from == TR_DTYPE_F32 && (to == TR_DTYPE_F16 || to == TR_DTYPE_BF16)) {
+        uint16_t (*narrow)(float) = to == TR_DTYPE_F16 ? tr_f32_to_f16 : tr_f32_to_bf16;
         for (int64_t i = 0; i < n; i++) {
             float x;
             uint16_t y;
             memcpy(&x, src + i * ss, sizeof x);
-            y = tr_f32_to_f16(x);
-            memcpy(dst + i * ds, &y, sizeof y);
-        }
-        return true;
-    }
-    if (from == TR_DTYPE_F32 && to == TR_DTYPE_BF16) {
-        for (int64_t i = 0; i < n; i++) {
-            float x;
-            uint16_t y;
-            memcpy(&x, src + i * ss, sizeof x);
-            y = tr_f32_to_bf16(x);
+            y = narrow(x);
             memcpy(dst + i * ds, &y, sizeof y);
         }
         return true;
