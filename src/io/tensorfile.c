@@ -397,7 +397,7 @@ size_t tio_file_count(const struct tio_file *f)
 
 const struct tio_entry *tio_file_entry(const struct tio_file *f, size_t index)
 {
-    return index < f->parsed.count ? &f->parsed.entries[index] : NULL;
+    return f && index < f->parsed.count ? &f->parsed.entries[index] : NULL;
 }
 
 ptrdiff_t tio_file_find(const struct tio_file *f, const char *name)

@@ -97,12 +97,15 @@ struct tio_file *tio_open(const char *path, const struct tio_open_options *optio
 /* Closes the file; tensors loaded from it stay valid.  NULL is a no-op. */
 void tio_close(struct tio_file *file);
 
+/* The format and compression found (by content, then by name). */
 enum tio_format tio_file_format(const struct tio_file *file);
 enum tio_compression tio_file_compression(const struct tio_file *file);
 /* Bytes of the file as stored (compressed bytes for .zst). */
 uint64_t tio_file_size(const struct tio_file *file);
 /* Bytes of the file mapped from disk (0 for a pipe or a .zst). */
 uint64_t tio_file_mapped_bytes(const struct tio_file *file);
+/* The tensors the header describes, in data order; an entry stays valid
+ * until tio_close, and is NULL for an index past the last. */
 size_t tio_file_count(const struct tio_file *file);
 const struct tio_entry *tio_file_entry(const struct tio_file *file, size_t index);
 /* The index of the tensor called name, or -1. */
