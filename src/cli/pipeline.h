@@ -1,0 +1,130 @@
+/*
+ * pipeline.h - a pipeline file checked against the schema of SPEC.md
+ * section 3: its params, inputs, stages (with their statements parsed) and
+ * outputs, every item with its place in the file.
+ */
+#ifndef TR_CLI_PIPELINE_H
+#define TR_CLI_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "expr.h"
+#include "tensorrun.h"
+#include "tensorrun_io.h"
+#include "yaml.h"
+
+#define PIPELINE_FORMAT 1 /* the `tensorrun:` version this program reads */
+
+enum param_kind { PARAM_INT, PARAM_FLOAT, PARAM_BOOL, PARAM_STRING };
+
+struct param {
+    char *name;
+    int line, col;
+    enum param_kind kind;
+    int64_t integer;
+    double number;
+    bool boolean;
+    char *string;
+};
+
+struct input {
+    char *name;
+    int line, col;          /* of the name */
+    char *path;             /* resolved: relative to the pipeline's directory, or as
+                               given on the command line; "-" for standard input */
+    int path_line, path_col;
+    char *key;              /* safetensors tensor, or NULL */
+    int key_line, key_col;
+    enum tio_format format; /* UNKNOWN: by content, then by name */
+    bool has_raw;           /* dtype and shape given */
+    struct tio_raw_layout raw;
+};
+
+struct keep_name {
+    char *name;
+    int line, col;
+};
+
+struct stage {
+    char *name;
+    int line, col;
+    bool has_device;
+    struct tr_device device;
+    bool device_auto;       /* device: auto */
+    struct statement **statements;
+    size_t nstatements;
+    struct keep_name *keep;
+    size_t nkeep;
+    bool keep_cache;
+    bool matmul_high;       /* matmul_precision: high (TF32 allowed on CUDA) */
+    bool has_foreach;
+    char *foreach_over;
+    int foreach_line, foreach_col;
+    int64_t foreach_size;
+};
+
+struct output {
+    char *name;             /* the value written */
+    int line, col;
+    char *path;             /* resolved as inputs are; "-" for standard output */
+    enum tr_dtype dtype;    /* TR_DTYPE_COUNT: the value's own */
+    int dtype_line, dtype_col;
+    char *key;              /* name inside a safetensors file, or NULL */
+    enum tio_format format; /* UNKNOWN: from the path */
+    enum tio_compression compression;
+    int format_line, format_col;
+};
+
+struct pipeline {
+    char *path;             /* as named */
+    char *dir;              /* its directory, for relative paths */
+    char *text;             /* the file's text */
+    size_t len;
+    struct ynode *root;
+    int version;
+    char *name;             /* NULL when not given */
+    bool has_device;
+    struct tr_device device;
+    bool device_auto;
+    struct param *params;
+    size_t nparams;
+    struct input *inputs;
+    size_t ninputs;
+    struct stage *stages;
+    size_t nstages;
+    struct output *outputs;
+    size_t noutputs;
+};
+
+/* Command-line overrides: -D NAME=VALUE, -i NAME=PATH, -o NAME=PATH. */
+struct override {
+    const char *name;
+    const char *value;
+    bool used;
+};
+
+struct overrides {
+    struct override *sets, *inputs, *outputs;
+    size_t nsets, ninputs, noutputs;
+};
+
+/*
+ * Reads and checks the pipeline at path.  Every error found goes to diags
+ * (initialised by the caller with path; this sets its text); the pipeline
+ * is returned as far as it could be read, or NULL when the file cannot be
+ * read at all or is not YAML.  Overrides: -D sets a param, keeping its
+ * type (a number stays a number; a name that is no param is an error with
+ * exit code 2); -i replaces an input's path (an unknown input: exit code
+ * 2); -o replaces an output's path, or adds an output for any other name
+ * (whether a statement binds it is the planner's question).  Paths from
+ * the command line are taken as they are, relative to the working
+ * directory.
+ */
+struct pipeline *pipeline_load(const char *path, const struct overrides *overrides,
+                               struct diag_list *diags);
+void pipeline_free(struct pipeline *p);
+
+#endif /* TR_CLI_PIPELINE_H */

@@ -1,0 +1,49 @@
+/*
+ * yaml.h - a YAML document as a small tree whose every node knows where it
+ * is in the file (1-based line and column), built from libyaml's events.
+ */
+#ifndef TR_CLI_YAML_H
+#define TR_CLI_YAML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+enum ynode_kind { YNODE_SCALAR, YNODE_SEQUENCE, YNODE_MAPPING };
+
+struct ynode;
+
+struct ypair {
+    struct ynode *key;   /* always a scalar */
+    struct ynode *value;
+};
+
+struct ynode {
+    enum ynode_kind kind;
+    int line, col;         /* where the node starts */
+    /* scalars */
+    char *value;           /* the text, NUL-terminated (may hold '\n') */
+    size_t length;         /* its length (the text may contain NUL) */
+    bool plain;            /* unquoted: may be a number, bool or null */
+    bool single_line;      /* the scalar's text sits on its line as written,
+                              so column = col + offset for one-line text */
+    /* sequences and mappings */
+    size_t count;
+    struct ynode **items;  /* sequence items */
+    struct ypair *pairs;   /* mapping entries, in file order */
+};
+
+/*
+ * Parses the first document of text (len bytes).  Returns the root node,
+ * or NULL after adding an error for a syntax error (at its place), an
+ * empty document, anchors and aliases (refused: a pipeline has no use for
+ * them), a mapping key that is not a scalar, or a key that appears twice.
+ */
+struct ynode *yaml_load(const char *text, size_t len, struct diag_list *diags);
+void ynode_free(struct ynode *node);
+
+/* The value of key in a mapping node, or NULL. */
+struct ynode *ynode_get(const struct ynode *mapping, const char *key);
+
+#endif /* TR_CLI_YAML_H */
