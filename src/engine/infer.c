@@ -1,0 +1,1240 @@
+/*
+ * infer.c - the results an op will give, from what is known of its
+ * arguments before anything is computed: the rules of the op table, with
+ * NumPy broadcasting and PyTorch's dtype promotion (weak scalars), and the
+ * checks that let a pipeline be refused before it runs.
+ */
+#include "ops_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Records an error about argument arg (-1: none in particular). */
+__attribute__((format(printf, 5, 6)))
+static tr_status fail(int *bad, int arg, tr_status status, const char *op, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    *bad = arg;
+    return tr_set_error(status, "%s: %s", op, text);
+}
+
+static char *shape_text(const struct tr_value *v, char *buf, size_t size)
+{
+    return tr_format_shape(v->shape, v->ndim, buf, size);
+}
+
+/* ------------------------------------------------------------- dtypes */
+
+static int category(enum tr_dtype d)
+{
+    return d == TR_DTYPE_BOOL ? 0 : tr_dtype_is_float(d) ? 2 : 1;
+}
+
+enum tr_dtype tr_value_dtype(const struct tr_value *v)
+{
+    switch (v->kind) {
+    case TR_VALUE_TENSOR:
+        return v->dtype;
+    case TR_VALUE_BOOL:
+        return TR_DTYPE_BOOL;
+    case TR_VALUE_INT:
+        return TR_DTYPE_I64;
+    default:
+        return TR_DTYPE_F32;
+    }
+}
+
+/* Two integer dtypes: the smallest that holds both ranges (PyTorch). */
+static tr_status promote_integers(enum tr_dtype a, enum tr_dtype b, enum tr_dtype *out)
+{
+    size_t sa = tr_dtype_size(a), sb = tr_dtype_size(b);
+    bool ua = !tr_dtype_is_signed(a), ub = !tr_dtype_is_signed(b);
+
+    if (ua == ub) {
+        *out = sa >= sb ? a : b;
+        return TR_OK;
+    }
+    /* one signed, one unsigned: a signed type wider than the unsigned one */
+    size_t uns = ua ? sa : sb, sig = ua ? sb : sa;
+    size_t need = uns * 2 > sig ? uns * 2 : sig;
+    if (need > 8)
+        return tr_set_error(TR_ERR_DTYPE, "%s and %s have no common integer type (u64 values "
+                                          "do not fit a signed one); cast one of them",
+                            tr_dtype_name(a), tr_dtype_name(b));
+    *out = need == 2 ? TR_DTYPE_I16 : need == 4 ? TR_DTYPE_I32 : TR_DTYPE_I64;
+    return TR_OK;
+}
+
+static enum tr_dtype promote_floats(enum tr_dtype a, enum tr_dtype b)
+{
+    if (a == b)
+        return a;
+    if ((a == TR_DTYPE_F16 && b == TR_DTYPE_BF16) || (a == TR_DTYPE_BF16 && b == TR_DTYPE_F16))
+        return TR_DTYPE_F32;
+    return tr_dtype_size(a) >= tr_dtype_size(b) ? a : b;
+}
+
+tr_status tr_promote(const struct tr_value *a, const struct tr_value *b, enum tr_dtype *out)
+{
+    enum tr_dtype da = tr_value_dtype(a), db = tr_value_dtype(b);
+    bool wa = a->kind != TR_VALUE_TENSOR || a->weak, wb = b->kind != TR_VALUE_TENSOR || b->weak;
+    int ca = category(da), cb = category(db);
+
+    if (wa != wb) {
+        /* a weak number takes the tensor's dtype unless it is of a higher
+         * category: then the default dtype of that category */
+        enum tr_dtype strong = wa ? db : da, weak = wa ? da : db;
+        int cs = category(strong), cw = category(weak);
+        *out = cw <= cs ? strong : cw == 2 ? TR_DTYPE_F32 : TR_DTYPE_I64;
+        return TR_OK;
+    }
+    if (ca != cb) {
+        *out = ca > cb ? da : db;
+        return TR_OK;
+    }
+    if (ca == 2) {
+        *out = promote_floats(da, db);
+        return TR_OK;
+    }
+    if (ca == 0) {
+        *out = TR_DTYPE_BOOL;
+        return TR_OK;
+    }
+    return promote_integers(da, db, out);
+}
+
+static bool takes(enum tr__takes t, enum tr_dtype d)
+{
+    switch (t) {
+    case TR__TAKES_NUMERIC:
+        return d != TR_DTYPE_BOOL;
+    case TR__TAKES_INTEGRAL:
+        return !tr_dtype_is_float(d);
+    case TR__TAKES_FLOAT:
+        return tr_dtype_is_float(d);
+    case TR__TAKES_SIGNED:
+        return tr_dtype_is_signed(d);
+    default:
+        return true;
+    }
+}
+
+/* ------------------------------------------------------------- shapes */
+
+static void set_tensor(struct tr_value *out, enum tr_dtype dtype, int ndim, const int64_t *shape,
+                       struct tr_device device)
+{
+    memset(out, 0, sizeof *out);
+    out->kind = TR_VALUE_TENSOR;
+    out->dtype = dtype;
+    out->ndim = ndim;
+    if (ndim > 0)
+        memcpy(out->shape, shape, (size_t)ndim * sizeof *shape);
+    out->device = device;
+}
+
+/* A number where a tensor is wanted: a 0-d tensor, weak when written in
+ * the pipeline. */
+static struct tr_value as_tensor(const struct tr_value *v)
+{
+    struct tr_value t;
+
+    if (v->kind == TR_VALUE_TENSOR)
+        return *v;
+    set_tensor(&t, tr_value_dtype(v), 0, NULL, TR_CPU);
+    t.weak = v->weak;
+    return t;
+}
+
+static tr_status broadcast(const char *op, int *bad, int arg, const struct tr_value *a,
+                           const struct tr_value *b, int *ndim, int64_t *shape)
+{
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    char sa[160], sb[160];
+
+    for (int i = 0; i < n; i++) {
+        int ia = i - (n - a->ndim), ib = i - (n - b->ndim);
+        int64_t da = ia >= 0 ? a->shape[ia] : 1, db = ib >= 0 ? b->shape[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return fail(bad, arg, TR_ERR_SHAPE, op,
+                        "shapes %s and %s cannot be broadcast together (%lld != %lld in "
+                        "dimension %d)",
+                        shape_text(a, sa, sizeof sa), shape_text(b, sb, sizeof sb),
+                        (long long)da, (long long)db, i);
+        shape[i] = da == 1 ? db : da;
+    }
+    *ndim = n;
+    return TR_OK;
+}
+
+static tr_status normalize_dim(const char *op, int *bad, int arg, int64_t dim, int ndim, int *out)
+{
+    int n = ndim > 0 ? ndim : 1; /* a scalar accepts dim 0 and -1, as PyTorch does */
+
+    *out = 0;
+    if (dim < -n || dim >= n)
+        return fail(bad, arg, TR_ERR_INDEX, op,
+                    "dim %lld is out of range for a tensor of %d dimension%s", (long long)dim,
+                    ndim, ndim == 1 ? "" : "s");
+    *out = (int)(dim < 0 ? dim + n : dim);
+    return TR_OK;
+}
+
+/* A shape argument: an integer or a list of integers. */
+static tr_status shape_arg(const char *op, int *bad, int arg, const struct tr_value *v,
+                           bool allow_minus_one, int *ndim, int64_t *shape)
+{
+    const struct tr_value *items = v->kind == TR_VALUE_LIST ? v->items : v;
+    size_t n = v->kind == TR_VALUE_LIST ? v->count : 1;
+
+    if (n > TR_MAX_DIMS)
+        return fail(bad, arg, TR_ERR_SHAPE, op, "%zu dimensions (at most %d are supported)", n,
+                    TR_MAX_DIMS);
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].kind != TR_VALUE_INT || !items[i].known)
+            return fail(bad, arg, TR_ERR_INVALID, op, "a shape is a list of integer constants");
+        if (items[i].integer < (allow_minus_one ? -1 : 0))
+            return fail(bad, arg, TR_ERR_SHAPE, op, "invalid size %lld in the shape",
+                        (long long)items[i].integer);
+        shape[i] = items[i].integer;
+    }
+    *ndim = (int)n;
+    return TR_OK;
+}
+
+/* Reduced dims: flags[d] set for every dimension a dims argument names. */
+static tr_status dims_arg(const char *op, int *bad, int arg, const struct tr_value *v, int ndim,
+                          bool *flags)
+{
+    const struct tr_value *items = v->kind == TR_VALUE_LIST ? v->items : v;
+    size_t n = v->kind == TR_VALUE_LIST ? v->count : 1;
+
+    memset(flags, 0, TR_MAX_DIMS * sizeof *flags);
+    if (v->kind == TR_VALUE_NONE) {
+        for (int d = 0; d < ndim; d++)
+            flags[d] = true;
+        return TR_OK;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int d;
+        TR_FORWARD_IF_ERROR(normalize_dim(op, bad, arg, items[i].integer, ndim, &d));
+        if (ndim > 0 && flags[d])
+            return fail(bad, arg, TR_ERR_INDEX, op, "dim %d is listed twice", d);
+        if (ndim > 0)
+            flags[d] = true;
+    }
+    return TR_OK;
+}
+
+static void reduce_shape(const struct tr_value *x, const bool *flags, bool keepdim,
+                         struct tr_value *out, enum tr_dtype dtype)
+{
+    int64_t shape[TR_MAX_DIMS];
+    int n = 0;
+
+    for (int d = 0; d < x->ndim; d++) {
+        if (!flags[d])
+            shape[n++] = x->shape[d];
+        else if (keepdim)
+            shape[n++] = 1;
+    }
+    set_tensor(out, dtype, n, shape, x->device);
+}
+
+static int64_t numel(const struct tr_value *v)
+{
+    int64_t n = 1;
+
+    for (int d = 0; d < v->ndim; d++)
+        n *= v->shape[d];
+    return n;
+}
+
+/* ------------------------------------------------------------- checks */
+
+/* Checks that each argument is of its parameter's kind. */
+static tr_status check_kinds(const struct tr__op *op, const struct tr_value *args, int *bad)
+{
+    for (int i = 0; i < op->info.nparams; i++) {
+        const struct tr_param *p = &op->info.params[i];
+        const struct tr_value *v = &args[i];
+        bool okay;
+        switch (p->kind) {
+        case TR_PARAM_TENSOR:
+            okay = v->kind == TR_VALUE_TENSOR || v->kind == TR_VALUE_INT ||
+                   v->kind == TR_VALUE_FLOAT || v->kind == TR_VALUE_BOOL;
+            break;
+        case TR_PARAM_TENSOR_OR_NONE:
+            okay = v->kind == TR_VALUE_NONE || v->kind == TR_VALUE_TENSOR ||
+                   v->kind == TR_VALUE_INT || v->kind == TR_VALUE_FLOAT ||
+                   v->kind == TR_VALUE_BOOL;
+            break;
+        case TR_PARAM_TENSORS:
+            okay = v->kind == TR_VALUE_LIST && v->count > 0;
+            for (size_t k = 0; okay && k < v->count; k++)
+                okay = v->items[k].kind == TR_VALUE_TENSOR || v->items[k].kind == TR_VALUE_INT ||
+                       v->items[k].kind == TR_VALUE_FLOAT || v->items[k].kind == TR_VALUE_BOOL;
+            break;
+        case TR_PARAM_INT:
+            okay = v->kind == TR_VALUE_INT;
+            break;
+        case TR_PARAM_INT_OR_NONE:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_NONE;
+            break;
+        case TR_PARAM_DIMS:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_NONE ||
+                   v->kind == TR_VALUE_LIST;
+            for (size_t k = 0; okay && v->kind == TR_VALUE_LIST && k < v->count; k++)
+                okay = v->items[k].kind == TR_VALUE_INT;
+            break;
+        case TR_PARAM_SHAPE:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_LIST;
+            for (size_t k = 0; okay && v->kind == TR_VALUE_LIST && k < v->count; k++)
+                okay = v->items[k].kind == TR_VALUE_INT;
+            break;
+        case TR_PARAM_NUMBER:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_FLOAT ||
+                   v->kind == TR_VALUE_BOOL;
+            break;
+        case TR_PARAM_NUMBER_OR_NONE:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_FLOAT ||
+                   v->kind == TR_VALUE_NONE;
+            break;
+        case TR_PARAM_BOOL:
+            okay = v->kind == TR_VALUE_BOOL;
+            break;
+        case TR_PARAM_DTYPE:
+            okay = v->kind == TR_VALUE_DTYPE;
+            break;
+        case TR_PARAM_DTYPE_OR_NONE:
+            okay = v->kind == TR_VALUE_DTYPE || v->kind == TR_VALUE_NONE;
+            break;
+        case TR_PARAM_STRING:
+        case TR_PARAM_DEVICE:
+            okay = v->kind == TR_VALUE_STRING;
+            break;
+        default:
+            okay = false;
+        }
+        if (!okay) {
+            static const char *const what[] = {
+                [TR_VALUE_NONE] = "None", [TR_VALUE_TENSOR] = "a tensor",
+                [TR_VALUE_INT] = "an integer", [TR_VALUE_FLOAT] = "a number",
+                [TR_VALUE_BOOL] = "a bool", [TR_VALUE_STRING] = "a string",
+                [TR_VALUE_DTYPE] = "a dtype", [TR_VALUE_LIST] = "a list",
+            };
+            return fail(bad, i, TR_ERR_INVALID, op->info.name,
+                        "argument '%s' must be %s, not %s", p->name, tr_param_kind_what(p->kind),
+                        (unsigned)v->kind <= TR_VALUE_LIST ? what[v->kind] : "?");
+        }
+        /* integers the rules compute with must be constants */
+        if ((p->kind == TR_PARAM_INT || p->kind == TR_PARAM_INT_OR_NONE) &&
+            v->kind == TR_VALUE_INT && !v->known)
+            return fail(bad, i, TR_ERR_INVALID, op->info.name,
+                        "argument '%s' must be a constant, known before the stage runs",
+                        p->name);
+    }
+    return TR_OK;
+}
+
+/* The tensor arguments the op's dtype rule applies to: its data, not its
+ * indices, conditions, weights or scales. */
+static bool is_data_param(const struct tr_param *p)
+{
+    return strcmp(p->name, "index") != 0 && strcmp(p->name, "condition") != 0 &&
+           strcmp(p->name, "weight") != 0 && strcmp(p->name, "bias") != 0 &&
+           strcmp(p->name, "scale") != 0 && strcmp(p->name, "min") != 0 &&
+           strcmp(p->name, "max") != 0;
+}
+
+static tr_status check_dtypes(const struct tr__op *op, const struct tr_value *args, int *bad)
+{
+    for (int i = 0; i < op->info.nparams; i++) {
+        const struct tr_param *p = &op->info.params[i];
+        const struct tr_value *v = &args[i];
+        size_t n = p->kind == TR_PARAM_TENSORS ? v->count : 1;
+        if (!is_data_param(p) ||
+            (p->kind != TR_PARAM_TENSOR && p->kind != TR_PARAM_TENSORS &&
+             p->kind != TR_PARAM_TENSOR_OR_NONE))
+            continue;
+        for (size_t k = 0; k < n; k++) {
+            const struct tr_value *item = p->kind == TR_PARAM_TENSORS ? &v->items[k] : v;
+            if (item->kind == TR_VALUE_NONE)
+                continue;
+            enum tr_dtype d = tr_value_dtype(item);
+            if (!takes(op->takes, d))
+                return fail(bad, i, TR_ERR_DTYPE, op->info.name,
+                            "does not take %s (it takes %s)", tr_dtype_name(d), op->info.dtypes);
+        }
+    }
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------- rules */
+
+#define ARG(i) (&args[i])
+#define NAME (op->info.name)
+
+static enum tr_dtype floating(enum tr_dtype d)
+{
+    return tr_dtype_is_float(d) ? d : TR_DTYPE_F32;
+}
+
+static enum tr_dtype summed(enum tr_dtype d)
+{
+    if (tr_dtype_is_float(d))
+        return d;
+    return d == TR_DTYPE_BOOL || tr_dtype_is_signed(d) ? TR_DTYPE_I64 : TR_DTYPE_U64;
+}
+
+static int param_index(const struct tr__op *op, const char *name)
+{
+    for (int i = 0; i < op->info.nparams; i++)
+        if (strcmp(op->info.params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static tr_status rule_create(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    int64_t shape[TR_MAX_DIMS];
+    int ndim, di = param_index(op, "dtype");
+    enum tr_dtype dtype = TR_DTYPE_F32;
+
+    TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 0, ARG(0), false, &ndim, shape));
+    if (di >= 0 && ARG(di)->kind == TR_VALUE_DTYPE)
+        dtype = ARG(di)->dtype;
+    if (op->takes == TR__TAKES_FLOAT && !tr_dtype_is_float(dtype))
+        return fail(bad, di, TR_ERR_DTYPE, NAME, "makes floats, not %s", tr_dtype_name(dtype));
+    if (op->rule == TR__RULE_FULL && ARG(2)->kind == TR_VALUE_NONE)
+        dtype = ARG(1)->kind == TR_VALUE_INT    ? TR_DTYPE_I64
+                : ARG(1)->kind == TR_VALUE_BOOL ? TR_DTYPE_BOOL
+                                                : TR_DTYPE_F32;
+    if (tr__check_shape(NAME, ndim, shape, dtype, &(int64_t){0}) != TR_OK) {
+        *bad = 0;
+        return tr_last_status();
+    }
+    set_tensor(out, dtype, ndim, shape, TR_CPU);
+    return TR_OK;
+}
+
+static double number_of(const struct tr_value *v)
+{
+    return v->kind == TR_VALUE_INT ? (double)v->integer : v->kind == TR_VALUE_BOOL ? v->boolean : v->number;
+}
+
+static tr_status rule_arange(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    const struct tr_value *a = ARG(0), *b = ARG(1), *c = ARG(2);
+    double start = number_of(a), stop, step = number_of(c), count;
+    bool integers = a->kind == TR_VALUE_INT && c->kind == TR_VALUE_INT &&
+                    (b->kind == TR_VALUE_INT || b->kind == TR_VALUE_NONE);
+    int64_t n;
+
+    for (int i = 0; i < 3; i++)
+        if (ARG(i)->kind != TR_VALUE_NONE && !ARG(i)->known)
+            return fail(bad, i, TR_ERR_INVALID, NAME, "its arguments must be constants");
+    if (b->kind == TR_VALUE_NONE) {
+        stop = start;
+        start = 0;
+    } else {
+        stop = number_of(b);
+    }
+    if (step == 0 || step != step)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "the step must not be zero");
+    count = ceil((stop - start) / step);
+    if (!(count >= 0))
+        count = 0;
+    if (count > 9.2e18)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "too many values");
+    n = (int64_t)count;
+    set_tensor(out, ARG(3)->kind == TR_VALUE_DTYPE ? ARG(3)->dtype
+                    : integers                      ? TR_DTYPE_I64
+                                                    : TR_DTYPE_F32,
+               1, &n, TR_CPU);
+    return TR_OK;
+}
+
+static tr_status rule_linspace(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *out, int *bad)
+{
+    int64_t n = ARG(2)->integer;
+
+    if (n < 0)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "steps must not be negative");
+    set_tensor(out, ARG(3)->dtype, 1, &n, TR_CPU);
+    return TR_OK;
+}
+
+static tr_status rule_eye(const struct tr__op *op, const struct tr_value *args,
+                          struct tr_value *out, int *bad)
+{
+    int64_t shape[2] = {ARG(0)->integer, ARG(1)->kind == TR_VALUE_INT ? ARG(1)->integer
+                                                                      : ARG(0)->integer};
+
+    if (shape[0] < 0 || shape[1] < 0)
+        return fail(bad, shape[0] < 0 ? 0 : 1, TR_ERR_INVALID, NAME, "sizes must not be negative");
+    set_tensor(out, ARG(2)->dtype, 2, shape, TR_CPU);
+    return TR_OK;
+}
+
+static tr_status rule_reshape(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t shape[TR_MAX_DIMS], known = 1, total = numel(&x);
+    int ndim, infer = -1;
+    char a[160], b[160];
+
+    TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 1, ARG(1), true, &ndim, shape));
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == -1) {
+            if (infer >= 0)
+                return fail(bad, 1, TR_ERR_SHAPE, NAME, "only one size may be -1");
+            infer = i;
+        } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "the shape has too many elements");
+        }
+    }
+    if (infer >= 0 && known != 0 && total % known == 0)
+        shape[infer] = total / known;
+    else if (infer >= 0 || known != total)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "cannot reshape %s (%lld elements) into %s",
+                    shape_text(&x, a, sizeof a), (long long)total,
+                    tr_format_shape(shape, ndim, b, sizeof b));
+    set_tensor(out, x.dtype, ndim, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_transpose(const struct tr__op *op, const struct tr_value *args,
+                                struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int a, b;
+    int64_t t;
+
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &a));
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &b));
+    *out = x;
+    out->weak = false;
+    if (x.ndim > 0) {
+        t = out->shape[a];
+        out->shape[a] = out->shape[b];
+        out->shape[b] = t;
+    }
+    return TR_OK;
+}
+
+static tr_status rule_permute(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    bool seen[TR_MAX_DIMS] = {false};
+    int n = ARG(1)->kind == TR_VALUE_LIST ? (int)ARG(1)->count : 1, d;
+
+    if (n != x.ndim)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "%d dimensions given for a tensor of %d", n,
+                    x.ndim);
+    *out = x;
+    out->weak = false;
+    for (int i = 0; i < n; i++) {
+        const struct tr_value *item = ARG(1)->kind == TR_VALUE_LIST ? &ARG(1)->items[i] : ARG(1);
+        TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, item->integer, x.ndim, &d));
+        if (seen[d])
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "dimension %d appears twice", d);
+        seen[d] = true;
+        out->shape[i] = x.shape[d];
+    }
+    return TR_OK;
+}
+
+static tr_status rule_squeeze(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    bool flags[TR_MAX_DIMS];
+    int64_t shape[TR_MAX_DIMS];
+    int n = 0;
+
+    TR_FORWARD_IF_ERROR(dims_arg(NAME, bad, 1, ARG(1), x.ndim, flags));
+    for (int d = 0; d < x.ndim; d++)
+        if (!(flags[d] && x.shape[d] == 1))
+            shape[n++] = x.shape[d];
+    set_tensor(out, x.dtype, n, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_unsqueeze(const struct tr__op *op, const struct tr_value *args,
+                                struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t shape[TR_MAX_DIMS];
+    int d;
+
+    if (x.ndim >= TR_MAX_DIMS)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "a tensor has at most %d dimensions", TR_MAX_DIMS);
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim + 1, &d));
+    for (int i = 0, j = 0; i <= x.ndim; i++)
+        shape[i] = i == d ? 1 : x.shape[j++];
+    set_tensor(out, x.dtype, x.ndim + 1, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_expand(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t want[TR_MAX_DIMS], shape[TR_MAX_DIMS];
+    int n;
+    char a[160], b[160];
+
+    TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 1, ARG(1), true, &n, want));
+    if (n < x.ndim)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "cannot expand %s to %d dimensions",
+                    shape_text(&x, a, sizeof a), n);
+    for (int i = 0; i < n; i++) {
+        int j = i - (n - x.ndim);
+        int64_t have = j >= 0 ? x.shape[j] : 1;
+        if (want[i] == -1 && j >= 0)
+            shape[i] = have;
+        else if (want[i] >= 0 && (have == want[i] || have == 1))
+            shape[i] = want[i];
+        else
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "cannot expand %s to %s",
+                        shape_text(&x, a, sizeof a), tr_format_shape(want, n, b, sizeof b));
+    }
+    set_tensor(out, x.dtype, n, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_flatten(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t shape[TR_MAX_DIMS], merged = 1;
+    int s, e, n = 0;
+
+    if (x.ndim == 0) {
+        int64_t one = 1;
+        set_tensor(out, x.dtype, 1, &one, x.device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &s));
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &e));
+    if (s > e)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "start %d comes after end %d", s, e);
+    for (int d = 0; d < x.ndim; d++) {
+        if (d < s || d > e)
+            shape[n++] = x.shape[d];
+        else
+            merged *= x.shape[d];
+        if (d == e)
+            shape[n++] = merged;
+    }
+    set_tensor(out, x.dtype, n, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_diagonal(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t shape[TR_MAX_DIMS], off = ARG(1)->integer, len;
+    int d1, d2, n = 0;
+
+    if (x.ndim < 2)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "needs at least 2 dimensions, not %d", x.ndim);
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d1));
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 3, ARG(3)->integer, x.ndim, &d2));
+    if (d1 == d2)
+        return fail(bad, 3, TR_ERR_INVALID, NAME, "dim1 and dim2 are both %d", d1);
+    len = off >= 0 ? (x.shape[d2] - off < x.shape[d1] ? x.shape[d2] - off : x.shape[d1])
+                   : (x.shape[d1] + off < x.shape[d2] ? x.shape[d1] + off : x.shape[d2]);
+    for (int d = 0; d < x.ndim; d++)
+        if (d != d1 && d != d2)
+            shape[n++] = x.shape[d];
+    shape[n++] = len > 0 ? len : 0;
+    set_tensor(out, x.dtype, n, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_elementwise(const struct tr__op *op, const struct tr_value *args,
+                                  struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    enum tr_dtype d = x.dtype;
+
+    switch (op->rule) {
+    case TR__RULE_FLOATING:
+        d = floating(d);
+        break;
+    case TR__RULE_GELU:
+        if (strcmp(ARG(1)->string, "none") != 0 && strcmp(ARG(1)->string, "tanh") != 0)
+            return fail(bad, 1, TR_ERR_INVALID, NAME,
+                        "approximate must be \"none\" or \"tanh\", not \"%s\"", ARG(1)->string);
+        d = floating(d);
+        break;
+    case TR__RULE_PREDICATE:
+        d = TR_DTYPE_BOOL;
+        break;
+    case TR__RULE_CAST:
+        d = ARG(1)->dtype;
+        break;
+    default:
+        break;
+    }
+    *out = x;
+    out->dtype = d;
+    out->weak = x.weak && op->rule != TR__RULE_CAST && op->rule != TR__RULE_PREDICATE;
+    if (op->rule == TR__RULE_TO &&
+        tr_device_parse(ARG(1)->string, &out->device) != TR_OK)
+        return fail(bad, 1, TR_ERR_INVALID, NAME, "%s", tr_last_error());
+    return TR_OK;
+}
+
+static tr_status rule_binary(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value a = as_tensor(ARG(0)), b = as_tensor(ARG(1));
+    int64_t shape[TR_MAX_DIMS];
+    enum tr_dtype d;
+    int n;
+
+    if (tr_promote(&a, &b, &d) != TR_OK)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    TR_FORWARD_IF_ERROR(broadcast(NAME, bad, 1, &a, &b, &n, shape));
+    if (op->rule == TR__RULE_DIVIDE)
+        d = floating(d);
+    else if (op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL)
+        d = TR_DTYPE_BOOL;
+    set_tensor(out, d, n, shape, a.kind == TR_VALUE_TENSOR && !a.weak ? a.device : b.device);
+    out->weak = a.weak && b.weak && op->rule != TR__RULE_COMPARE && op->rule != TR__RULE_LOGICAL;
+    return TR_OK;
+}
+
+/* where(condition, a, b): the dtype of a and b; clamp(x, min, max): of x
+ * with the bounds given.  The shape broadcasts all of them. */
+static tr_status rule_where_clamp(const struct tr__op *op, const struct tr_value *args,
+                                  struct tr_value *out, int *bad)
+{
+    struct tr_value acc = as_tensor(ARG(0)), typed = as_tensor(ARG(op->rule == TR__RULE_WHERE));
+    int64_t shape[TR_MAX_DIMS];
+    int n;
+
+    for (int i = 1; i < 3; i++) {
+        struct tr_value v;
+        if (ARG(i)->kind == TR_VALUE_NONE)
+            continue;
+        v = as_tensor(ARG(i));
+        TR_FORWARD_IF_ERROR(broadcast(NAME, bad, i, &acc, &v, &n, shape));
+        memcpy(acc.shape, shape, sizeof shape);
+        acc.ndim = n;
+        if (i > (op->rule == TR__RULE_WHERE)) {
+            if (tr_promote(&typed, &v, &typed.dtype) != TR_OK)
+                return fail(bad, i, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+            typed.weak = typed.weak && v.weak;
+        }
+    }
+    set_tensor(out, typed.dtype, acc.ndim, acc.shape, acc.device);
+    return TR_OK;
+}
+
+static tr_status rule_reduce(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int di = param_index(op, "dim"), ki = param_index(op, "keepdim");
+    bool flags[TR_MAX_DIMS], keepdim = ki >= 0 && ARG(ki)->boolean;
+    enum tr_dtype d = x.dtype;
+
+    if (op->rule == TR__RULE_NORM) {
+        double ord = number_of(ARG(1));
+        if (!(ord > 0))
+            return fail(bad, 1, TR_ERR_INVALID, NAME, "ord must be a positive number or inf");
+    }
+    if (op->rule == TR__RULE_ARGEXTREME && ARG(di)->kind == TR_VALUE_NONE) {
+        /* over the flattened tensor: a scalar index (all ones with keepdim) */
+        int64_t ones[TR_MAX_DIMS];
+        for (int i = 0; i < x.ndim; i++)
+            ones[i] = 1;
+        set_tensor(out, TR_DTYPE_I64, keepdim ? x.ndim : 0, ones, x.device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(dims_arg(NAME, bad, di, ARG(di), x.ndim, flags));
+    switch (op->rule) {
+    case TR__RULE_SUM:
+        d = summed(d);
+        break;
+    case TR__RULE_MEAN:
+    case TR__RULE_NORM:
+        d = floating(d);
+        break;
+    case TR__RULE_ARGEXTREME:
+        d = TR_DTYPE_I64;
+        break;
+    case TR__RULE_TRUTH:
+        d = TR_DTYPE_BOOL;
+        break;
+    default:
+        break;
+    }
+    for (int i = 0; i < x.ndim; i++)
+        if (flags[i] && x.shape[i] == 0 &&
+            (op->rule == TR__RULE_EXTREME || op->rule == TR__RULE_ARGEXTREME))
+            return fail(bad, 0, TR_ERR_SHAPE, NAME,
+                        "dimension %d has no elements to take the %s of", i, NAME);
+    reduce_shape(&x, flags, keepdim, out, d);
+    return TR_OK;
+}
+
+static tr_status rule_cumsum(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int d;
+
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &d));
+    *out = x;
+    out->weak = false;
+    out->dtype = summed(x.dtype);
+    return TR_OK;
+}
+
+static tr_status rule_matmul(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value a = as_tensor(ARG(0)), b = as_tensor(ARG(1)), ba, bb;
+    int64_t shape[TR_MAX_DIMS], m, k1, k2, n;
+    char sa[160], sb[160];
+    enum tr_dtype d;
+    int nb, nout = 0;
+
+    if (a.ndim == 0 || b.ndim == 0)
+        return fail(bad, a.ndim == 0 ? 0 : 1, TR_ERR_SHAPE, NAME,
+                    "needs tensors of at least 1 dimension, not a scalar");
+    if (tr_promote(&a, &b, &d) != TR_OK)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    m = a.ndim >= 2 ? a.shape[a.ndim - 2] : 1;
+    k1 = a.shape[a.ndim - 1];
+    k2 = b.ndim >= 2 ? b.shape[b.ndim - 2] : b.shape[0];
+    n = b.ndim >= 2 ? b.shape[b.ndim - 1] : 1;
+    if (k1 != k2)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "shapes %s and %s do not line up (%lld != %lld)",
+                    shape_text(&a, sa, sizeof sa), shape_text(&b, sb, sizeof sb),
+                    (long long)k1, (long long)k2);
+    /* batch dimensions broadcast */
+    ba = a;
+    bb = b;
+    ba.ndim = a.ndim > 2 ? a.ndim - 2 : 0;
+    bb.ndim = b.ndim > 2 ? b.ndim - 2 : 0;
+    TR_FORWARD_IF_ERROR(broadcast(NAME, bad, 1, &ba, &bb, &nb, shape));
+    nout = nb;
+    if (a.ndim >= 2)
+        shape[nout++] = m;
+    if (b.ndim >= 2)
+        shape[nout++] = n;
+    if (nout > TR_MAX_DIMS)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "the result would have too many dimensions");
+    set_tensor(out, d, nout, shape, a.device);
+    return TR_OK;
+}
+
+static tr_status rule_vectors(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value a = as_tensor(ARG(0)), b = as_tensor(ARG(1));
+    enum tr_dtype d;
+    char sa[160], sb[160];
+
+    if (a.ndim != 1 || b.ndim != 1)
+        return fail(bad, a.ndim != 1 ? 0 : 1, TR_ERR_SHAPE, NAME,
+                    "needs two vectors, not %s and %s", shape_text(&a, sa, sizeof sa),
+                    shape_text(&b, sb, sizeof sb));
+    if (tr_promote(&a, &b, &d) != TR_OK)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    if (op->rule == TR__RULE_DOT) {
+        if (a.shape[0] != b.shape[0])
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "lengths %lld and %lld differ",
+                        (long long)a.shape[0], (long long)b.shape[0]);
+        set_tensor(out, d, 0, NULL, a.device);
+    } else {
+        int64_t shape[2] = {a.shape[0], b.shape[0]};
+        set_tensor(out, d, 2, shape, a.device);
+    }
+    return TR_OK;
+}
+
+static tr_status rule_along_dim(const struct tr__op *op, const struct tr_value *args,
+                                struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int di = param_index(op, "dim"), d;
+
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, di, ARG(di)->integer, x.ndim, &d));
+    *out = x;
+    out->weak = false;
+    out->dtype = op->rule == TR__RULE_ARGSORT ? TR_DTYPE_I64 : floating(x.dtype);
+    return TR_OK;
+}
+
+static tr_status rule_layer_norm(const struct tr__op *op, const struct tr_value *args,
+                                 struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int wi = param_index(op, "weight"), bi = param_index(op, "bias");
+    char s[160];
+
+    if (x.ndim == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "needs at least 1 dimension");
+    for (int k = 0; k < 2; k++) {
+        int i = k == 0 ? wi : bi;
+        struct tr_value p;
+        if (i < 0 || ARG(i)->kind == TR_VALUE_NONE)
+            continue;
+        p = as_tensor(ARG(i));
+        if (p.ndim != 1 || p.shape[0] != x.shape[x.ndim - 1])
+            return fail(bad, i, TR_ERR_SHAPE, NAME, "%s must have shape [%lld], not %s",
+                        op->info.params[i].name, (long long)x.shape[x.ndim - 1],
+                        shape_text(&p, s, sizeof s));
+    }
+    *out = x;
+    out->weak = false;
+    out->dtype = floating(x.dtype);
+    return TR_OK;
+}
+
+static tr_status rule_topk_sort(const struct tr__op *op, const struct tr_value *args,
+                                struct tr_value *results, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int di = param_index(op, "dim"), d;
+
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, di, ARG(di)->integer, x.ndim, &d));
+    results[0] = x;
+    results[0].weak = false;
+    if (op->rule == TR__RULE_TOPK) {
+        int64_t k = ARG(1)->integer, size = x.ndim ? x.shape[d] : 1;
+        if (k < 0 || k > size)
+            return fail(bad, 1, TR_ERR_INDEX, NAME,
+                        "k = %lld is out of range for dimension %d of size %lld", (long long)k, d,
+                        (long long)size);
+        if (x.ndim)
+            results[0].shape[d] = k;
+    }
+    results[1] = results[0];
+    results[1].dtype = TR_DTYPE_I64;
+    return TR_OK;
+}
+
+static bool integer_index(const struct tr_value *v)
+{
+    return v->kind == TR_VALUE_TENSOR && tr_dtype_is_integer(v->dtype);
+}
+
+static tr_status rule_gather(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0)), index = as_tensor(ARG(2));
+    int d;
+    char s[160], t[160];
+
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &d));
+    if (!integer_index(&index))
+        return fail(bad, 2, TR_ERR_DTYPE, NAME, "the index must be a tensor of integers, not %s",
+                    tr_dtype_name(index.dtype));
+    if (op->rule == TR__RULE_INDEX_SELECT) {
+        if (index.ndim > 1)
+            return fail(bad, 2, TR_ERR_SHAPE, NAME, "the index must be 1-d, not %s",
+                        shape_text(&index, s, sizeof s));
+        *out = x;
+        out->weak = false;
+        if (x.ndim)
+            out->shape[d] = index.ndim ? index.shape[0] : 1;
+        return TR_OK;
+    }
+    if (index.ndim != x.ndim)
+        return fail(bad, 2, TR_ERR_SHAPE, NAME, "index %s and x %s differ in rank",
+                    shape_text(&index, s, sizeof s), shape_text(&x, t, sizeof t));
+    for (int i = 0; i < x.ndim; i++)
+        if (i != d && index.shape[i] > x.shape[i])
+            return fail(bad, 2, TR_ERR_SHAPE, NAME,
+                        "index %s is larger than x %s in dimension %d",
+                        shape_text(&index, s, sizeof s), shape_text(&x, t, sizeof t), i);
+    set_tensor(out, x.dtype, index.ndim, index.shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_join(const struct tr__op *op, const struct tr_value *args,
+                           struct tr_value *out, int *bad)
+{
+    const struct tr_value *list = ARG(0);
+    struct tr_value first = as_tensor(&list->items[0]);
+    int64_t shape[TR_MAX_DIMS];
+    enum tr_dtype d = first.dtype;
+    bool stack = op->rule == TR__RULE_STACK;
+    int n = first.ndim, dim;
+    char s[160], t[160];
+
+    if (!stack && n == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "cannot join scalars (use stack)");
+    if (stack && n >= TR_MAX_DIMS)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "the result would have too many dimensions");
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, stack ? n + 1 : n, &dim));
+    memcpy(shape, first.shape, sizeof shape);
+    for (size_t i = 1; i < list->count; i++) {
+        struct tr_value v = as_tensor(&list->items[i]), acc = first;
+        acc.dtype = d;
+        if (tr_promote(&acc, &v, &d) != TR_OK)
+            return fail(bad, 0, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+        if (v.ndim != n)
+            return fail(bad, 0, TR_ERR_SHAPE, NAME, "tensors of %d and %d dimensions (%s and %s)",
+                        n, v.ndim, shape_text(&first, s, sizeof s), shape_text(&v, t, sizeof t));
+        for (int k = 0; k < n; k++) {
+            if (!stack && k == dim) {
+                shape[k] += v.shape[k];
+                continue;
+            }
+            if (v.shape[k] != first.shape[k])
+                return fail(bad, 0, TR_ERR_SHAPE, NAME,
+                            "shapes %s and %s differ in dimension %d%s",
+                            shape_text(&first, s, sizeof s), shape_text(&v, t, sizeof t), k,
+                            stack ? "" : ", which is not the one joined");
+        }
+    }
+    if (stack) {
+        for (int k = n; k > dim; k--)
+            shape[k] = shape[k - 1];
+        shape[dim] = (int64_t)list->count;
+        n++;
+    }
+    set_tensor(out, d, n, shape, first.device);
+    return TR_OK;
+}
+
+static tr_status rule_quantize(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *results, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int d;
+    int64_t len;
+
+    if (ARG(1)->dtype != TR_DTYPE_I8)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "quantizes to i8 (values -127..127), not %s",
+                    tr_dtype_name(ARG(1)->dtype));
+    results[0] = x;
+    results[0].weak = false;
+    results[0].dtype = TR_DTYPE_I8;
+    if (ARG(2)->kind == TR_VALUE_NONE) {
+        set_tensor(&results[1], TR_DTYPE_F32, 0, NULL, x.device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d));
+    len = x.ndim ? x.shape[d] : 1;
+    set_tensor(&results[1], TR_DTYPE_F32, 1, &len, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_dequantize(const struct tr__op *op, const struct tr_value *args,
+                                 struct tr_value *out, int *bad)
+{
+    struct tr_value q = as_tensor(ARG(0)), scale = as_tensor(ARG(1));
+    char s[160];
+    int d;
+
+    if (ARG(2)->kind == TR_VALUE_NONE) {
+        if (numel(&scale) != 1)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME,
+                        "without dim the scale is one value, not %s", shape_text(&scale, s, sizeof s));
+    } else {
+        TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, q.ndim, &d));
+        if (scale.ndim != 1 || scale.shape[0] != (q.ndim ? q.shape[d] : 1))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "the scale must have shape [%lld], not %s",
+                        (long long)(q.ndim ? q.shape[d] : 1), shape_text(&scale, s, sizeof s));
+    }
+    *out = q;
+    out->weak = false;
+    out->dtype = TR_DTYPE_F32;
+    return TR_OK;
+}
+
+tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
+                      struct tr_value *results, int *bad_arg)
+{
+    const struct tr__op *op = tr__op_of(info);
+    int bad = -1;
+    tr_status s;
+
+    s = check_kinds(op, args, &bad);
+    if (s == TR_OK)
+        s = check_dtypes(op, args, &bad);
+    if (s == TR_OK) {
+        switch (op->rule) {
+        case TR__RULE_CREATE:
+        case TR__RULE_FULL: s = rule_create(op, args, results, &bad); break;
+        case TR__RULE_ARANGE: s = rule_arange(op, args, results, &bad); break;
+        case TR__RULE_LINSPACE: s = rule_linspace(op, args, results, &bad); break;
+        case TR__RULE_EYE: s = rule_eye(op, args, results, &bad); break;
+        case TR__RULE_RESHAPE: s = rule_reshape(op, args, results, &bad); break;
+        case TR__RULE_TRANSPOSE: s = rule_transpose(op, args, results, &bad); break;
+        case TR__RULE_PERMUTE: s = rule_permute(op, args, results, &bad); break;
+        case TR__RULE_SQUEEZE: s = rule_squeeze(op, args, results, &bad); break;
+        case TR__RULE_UNSQUEEZE: s = rule_unsqueeze(op, args, results, &bad); break;
+        case TR__RULE_EXPAND: s = rule_expand(op, args, results, &bad); break;
+        case TR__RULE_FLATTEN: s = rule_flatten(op, args, results, &bad); break;
+        case TR__RULE_DIAGONAL: s = rule_diagonal(op, args, results, &bad); break;
+        case TR__RULE_SAME:
+        case TR__RULE_CAST:
+        case TR__RULE_TO:
+        case TR__RULE_FLOATING:
+        case TR__RULE_GELU:
+        case TR__RULE_PREDICATE: s = rule_elementwise(op, args, results, &bad); break;
+        case TR__RULE_ARITH:
+        case TR__RULE_DIVIDE:
+        case TR__RULE_COMPARE:
+        case TR__RULE_LOGICAL: s = rule_binary(op, args, results, &bad); break;
+        case TR__RULE_WHERE:
+        case TR__RULE_CLAMP: s = rule_where_clamp(op, args, results, &bad); break;
+        case TR__RULE_SUM:
+        case TR__RULE_MEAN:
+        case TR__RULE_EXTREME:
+        case TR__RULE_ARGEXTREME:
+        case TR__RULE_NORM:
+        case TR__RULE_TRUTH: s = rule_reduce(op, args, results, &bad); break;
+        case TR__RULE_CUMSUM: s = rule_cumsum(op, args, results, &bad); break;
+        case TR__RULE_MATMUL: s = rule_matmul(op, args, results, &bad); break;
+        case TR__RULE_OUTER:
+        case TR__RULE_DOT: s = rule_vectors(op, args, results, &bad); break;
+        case TR__RULE_SOFTMAX:
+        case TR__RULE_ARGSORT: s = rule_along_dim(op, args, results, &bad); break;
+        case TR__RULE_LAYER_NORM: s = rule_layer_norm(op, args, results, &bad); break;
+        case TR__RULE_TOPK:
+        case TR__RULE_SORT: s = rule_topk_sort(op, args, results, &bad); break;
+        case TR__RULE_GATHER:
+        case TR__RULE_INDEX_SELECT: s = rule_gather(op, args, results, &bad); break;
+        case TR__RULE_CONCAT:
+        case TR__RULE_STACK: s = rule_join(op, args, results, &bad); break;
+        case TR__RULE_QUANTIZE: s = rule_quantize(op, args, results, &bad); break;
+        case TR__RULE_DEQUANTIZE: s = rule_dequantize(op, args, results, &bad); break;
+        }
+    }
+    if (bad_arg)
+        *bad_arg = bad;
+    return s;
+}
+
+/* ---------------------------------------------------------- view syntax */
+
+tr_status tr_infer_transpose_all(const struct tr_value *x, bool last_two, struct tr_value *out)
+{
+    struct tr_value t = as_tensor(x);
+
+    *out = t;
+    out->weak = false;
+    if (last_two) {
+        if (t.ndim < 2)
+            return tr_set_error(TR_ERR_SHAPE, ".mT needs at least 2 dimensions, not %d", t.ndim);
+        out->shape[t.ndim - 2] = t.shape[t.ndim - 1];
+        out->shape[t.ndim - 1] = t.shape[t.ndim - 2];
+        return TR_OK;
+    }
+    for (int i = 0; i < t.ndim; i++)
+        out->shape[i] = t.shape[t.ndim - 1 - i];
+    return TR_OK;
+}
+
+/* Python's slice.indices: the length of start:stop:step over len. */
+static int64_t slice_length(int64_t len, const struct tr_value *parts)
+{
+    int64_t step = parts[2].kind == TR_VALUE_INT ? parts[2].integer : 1;
+    int64_t lower = step > 0 ? 0 : -1, upper = step > 0 ? len : len - 1, ends[2];
+
+    for (int k = 0; k < 2; k++) {
+        int64_t v;
+        if (parts[k].kind != TR_VALUE_INT) {
+            ends[k] = (k == 0) == (step > 0) ? lower : upper;
+            continue;
+        }
+        v = parts[k].integer;
+        if (v < 0)
+            v = v < -len ? lower : v + len;
+        ends[k] = v < lower ? lower : v > upper ? upper : v;
+    }
+    if (step > 0)
+        return ends[1] > ends[0] ? (ends[1] - ends[0] - 1) / step + 1 : 0;
+    return ends[0] > ends[1] ? (ends[0] - ends[1] - 1) / (-step) + 1 : 0;
+}
+
+tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, size_t n,
+                         struct tr_value *out, int *bad)
+{
+    struct tr_value t = as_tensor(x);
+    int64_t shape[TR_MAX_DIMS];
+    int consumed = 0, ellipses = 0, ndim = 0, d = 0;
+
+    *bad = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (subs[i].kind == TR_VALUE_STRING)
+            ellipses++;
+        else if (subs[i].kind != TR_VALUE_NONE)
+            consumed++;
+    }
+    if (ellipses > 1) {
+        *bad = 0;
+        return tr_set_error(TR_ERR_INDEX, "an index can have only one '...'");
+    }
+    if (consumed > t.ndim) {
+        *bad = (int)n - 1;
+        return tr_set_error(TR_ERR_INDEX, "too many indices (%d) for a tensor of %d dimension%s",
+                            consumed, t.ndim, t.ndim == 1 ? "" : "s");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tr_value *s = &subs[i];
+        if (s->kind == TR_VALUE_STRING) {
+            for (int k = 0; k < t.ndim - consumed; k++)
+                shape[ndim++] = t.shape[d++];
+        } else if (s->kind == TR_VALUE_NONE) {
+            if (ndim >= TR_MAX_DIMS) {
+                *bad = (int)i;
+                return tr_set_error(TR_ERR_SHAPE, "a tensor has at most %d dimensions", TR_MAX_DIMS);
+            }
+            shape[ndim++] = 1;
+        } else if (s->kind == TR_VALUE_INT) {
+            int64_t size = t.shape[d];
+            if (s->known && (s->integer < -size || s->integer >= size)) {
+                *bad = (int)i;
+                return tr_set_error(TR_ERR_INDEX,
+                                    "index %lld is out of range for dimension %d of size %lld",
+                                    (long long)s->integer, d, (long long)size);
+            }
+            d++;
+        } else if (s->kind == TR_VALUE_LIST && s->count == 3) {
+            if (s->items[2].kind == TR_VALUE_INT && s->items[2].integer == 0) {
+                *bad = (int)i;
+                return tr_set_error(TR_ERR_INDEX, "a slice step cannot be zero");
+            }
+            for (int k = 0; k < 3; k++)
+                if (s->items[k].kind == TR_VALUE_INT && !s->items[k].known) {
+                    *bad = (int)i;
+                    return tr_set_error(TR_ERR_INDEX, "slice bounds must be constants");
+                }
+            shape[ndim++] = slice_length(t.shape[d++], s->items);
+        } else {
+            *bad = (int)i;
+            return tr_set_error(TR_ERR_INDEX, "an index must be an integer constant, a slice, "
+                                              "'...' or None");
+        }
+    }
+    while (d < t.ndim)
+        shape[ndim++] = t.shape[d++];
+    set_tensor(out, t.dtype, ndim, shape, t.device);
+    return TR_OK;
+}

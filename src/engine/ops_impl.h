@@ -1,0 +1,37 @@
+/*
+ * ops_impl.h - the op table's rows as the engine sees them: the public
+ * description plus the rule that infers results and the dtypes taken.
+ */
+#ifndef TR_OPS_IMPL_H
+#define TR_OPS_IMPL_H
+
+#include "engine_impl.h"
+#include "tensorrun_ops.h"
+
+enum tr__rule {
+    TR__RULE_CREATE, TR__RULE_FULL, TR__RULE_ARANGE, TR__RULE_LINSPACE, TR__RULE_EYE,
+    TR__RULE_RESHAPE, TR__RULE_TRANSPOSE, TR__RULE_PERMUTE, TR__RULE_SQUEEZE,
+    TR__RULE_UNSQUEEZE, TR__RULE_EXPAND, TR__RULE_FLATTEN, TR__RULE_DIAGONAL,
+    TR__RULE_SAME, TR__RULE_CAST, TR__RULE_TO, TR__RULE_FLOATING, TR__RULE_GELU,
+    TR__RULE_PREDICATE, TR__RULE_ARITH, TR__RULE_DIVIDE, TR__RULE_COMPARE,
+    TR__RULE_LOGICAL, TR__RULE_WHERE, TR__RULE_CLAMP, TR__RULE_SUM, TR__RULE_MEAN,
+    TR__RULE_EXTREME, TR__RULE_ARGEXTREME, TR__RULE_NORM, TR__RULE_TRUTH,
+    TR__RULE_CUMSUM, TR__RULE_MATMUL, TR__RULE_OUTER, TR__RULE_DOT, TR__RULE_SOFTMAX,
+    TR__RULE_LAYER_NORM, TR__RULE_TOPK, TR__RULE_SORT, TR__RULE_ARGSORT,
+    TR__RULE_GATHER, TR__RULE_INDEX_SELECT, TR__RULE_CONCAT, TR__RULE_STACK,
+    TR__RULE_QUANTIZE, TR__RULE_DEQUANTIZE
+};
+
+enum tr__takes {
+    TR__TAKES_ANY, TR__TAKES_NUMERIC, TR__TAKES_INTEGRAL, TR__TAKES_FLOAT, TR__TAKES_SIGNED
+};
+
+struct tr__op {
+    struct tr_op_info info; /* first: a tr_op_info pointer is a tr__op pointer */
+    enum tr__rule rule;
+    enum tr__takes takes;
+};
+
+const struct tr__op *tr__op_of(const struct tr_op_info *info);
+
+#endif /* TR_OPS_IMPL_H */

@@ -1,0 +1,144 @@
+/*
+ * tensorrun_ops.h - the op table: every op of SPEC.md section 3.2 with its
+ * parameters, results, the dtypes it takes, one line of documentation, and
+ * the rule that gives its results' dtypes and shapes from its arguments
+ * before anything is computed.  The expression language, `tensorrun ops`,
+ * the validator and the executor all read this one table (ops.def).
+ */
+#ifndef TENSORRUN_OPS_H
+#define TENSORRUN_OPS_H
+
+#include "tensorrun.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What is known of a value before anything is computed: a tensor's dtype,
+ * shape and device, or a constant's value. */
+enum tr_value_kind {
+    TR_VALUE_NONE,    /* None, or an argument left out */
+    TR_VALUE_TENSOR,
+    TR_VALUE_INT,     /* known when `known`; e.g. a param, a literal */
+    TR_VALUE_FLOAT,
+    TR_VALUE_BOOL,
+    TR_VALUE_STRING,
+    TR_VALUE_DTYPE,
+    TR_VALUE_LIST
+};
+
+struct tr_value {
+    enum tr_value_kind kind;
+    /* TR_VALUE_TENSOR */
+    enum tr_dtype dtype;
+    int ndim;
+    int64_t shape[TR_MAX_DIMS];
+    struct tr_device device;
+    /* numbers: known values are constants of the pipeline (literals,
+     * params); an unknown one (chunk_start) is only its kind */
+    bool known;
+    bool weak;        /* a number written in the pipeline: PyTorch's weak
+                         scalar, which does not widen a tensor's dtype */
+    int64_t integer;
+    double number;
+    bool boolean;
+    const char *string;
+    /* TR_VALUE_LIST: items owned by whoever made the list */
+    size_t count;
+    const struct tr_value *items;
+};
+
+/* How a parameter takes its argument. */
+#define TR_PARAM_KIND_MAP(X)                                                 \
+    X(TENSOR, "tensor", "a tensor or a number")                              \
+    X(TENSOR_OR_NONE, "tensor?", "a tensor, a number or None")               \
+    X(TENSORS, "tensors", "a list of tensors")                               \
+    X(INT, "int", "an integer")                                              \
+    X(INT_OR_NONE, "int?", "an integer or None")                             \
+    X(DIMS, "dims", "a dimension, a list of dimensions, or None")            \
+    X(SHAPE, "shape", "a shape: an integer or a list of integers")           \
+    X(NUMBER, "number", "a number")                                          \
+    X(NUMBER_OR_NONE, "number?", "a number or None")                         \
+    X(BOOL, "bool", "true or false")                                         \
+    X(DTYPE, "dtype", "a dtype")                                             \
+    X(DTYPE_OR_NONE, "dtype?", "a dtype or None")                            \
+    X(STRING, "string", "a string")                                          \
+    X(DEVICE, "device", "a device: \"cpu\", \"cuda\" or \"cuda:N\"")
+
+enum tr_param_kind {
+#define TR__PARAM_ENUM(e, word, what) TR_PARAM_##e,
+    TR_PARAM_KIND_MAP(TR__PARAM_ENUM)
+#undef TR__PARAM_ENUM
+    TR_PARAM_KIND_COUNT
+};
+
+/* "int?" and "an integer or None" for TR_PARAM_INT_OR_NONE. */
+const char *tr_param_kind_word(enum tr_param_kind kind);
+const char *tr_param_kind_what(enum tr_param_kind kind);
+
+struct tr_param {
+    const char *name;
+    enum tr_param_kind kind;
+    bool required;
+    const char *default_text;  /* as `tensorrun ops` prints it; NULL if required */
+    struct tr_value default_value;
+};
+
+#define TR_OP_MAX_PARAMS 6
+#define TR_OP_MAX_RESULTS 2
+
+struct tr_op_info {
+    const char *name;
+    const char *group;          /* create, views, copy, unary, binary, reduce,
+                                   linalg, neural, select, quantize */
+    const char *signature;      /* "topk(x, k, dim=-1, largest=true, sorted=true)" */
+    const char *dtypes;         /* the dtypes it takes, in words */
+    const char *doc;            /* one line */
+    int nresults;
+    int nparams;
+    struct tr_param params[TR_OP_MAX_PARAMS];
+    bool has_kernel;            /* false until its kernels exist: running it fails */
+};
+
+/* The table, in the order `tensorrun ops` lists it. */
+size_t tr_op_count(void);
+const struct tr_op_info *tr_op_at(size_t index);
+/* The op called name, or NULL. */
+const struct tr_op_info *tr_op_find(const char *name);
+
+/*
+ * The results of op applied to args: args[i] is the argument for
+ * params[i], in parameter order, defaults already filled in (so nparams
+ * values).  Checks the kinds of the arguments, the dtypes the op takes,
+ * the shapes (broadcasting, matmul, concat, reductions' dims, indices,
+ * ...) and the constants' ranges; fills results[0..nresults) (lists in
+ * results point into args or static storage, never to anything to free).
+ * On failure returns TR_ERR_SHAPE, TR_ERR_DTYPE, TR_ERR_INDEX or
+ * TR_ERR_INVALID with a message that begins with the op's name, and sets
+ * *bad_arg to the index of the argument at fault (-1 when none is).
+ */
+tr_status tr_op_infer(const struct tr_op_info *op, const struct tr_value *args,
+                      struct tr_value *results, int *bad_arg);
+
+/* The dtype PyTorch gives a binary op of a and b (tensors or numbers;
+ * weak numbers do not widen a tensor's dtype).  TR_ERR_DTYPE for u64 with
+ * a signed type, which needs an explicit cast. */
+tr_status tr_promote(const struct tr_value *a, const struct tr_value *b, enum tr_dtype *out);
+/* The dtype a number becomes on its own: i64, f32 or bool. */
+enum tr_dtype tr_value_dtype(const struct tr_value *v);
+
+/* Results of the view syntax: x.T (all dimensions reversed), x.mT (the
+ * last two swapped), and x[...] (NumPy basic indexing: integers, slices,
+ * ..., None).  For indexing, each subscript is a TR_VALUE_INT (an index),
+ * TR_VALUE_NONE (a new axis), a TR_VALUE_LIST of three values (a slice:
+ * start, stop, step, each an int or TR_VALUE_NONE), or a TR_VALUE_STRING
+ * "..." (the ellipsis). */
+tr_status tr_infer_transpose_all(const struct tr_value *x, bool last_two, struct tr_value *out);
+tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subscripts, size_t n,
+                         struct tr_value *out, int *bad_subscript);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORRUN_OPS_H */
