@@ -41,7 +41,15 @@ void catch_interrupts(void);
  * moment outputs are renamed into place. */
 void hold_interrupts(void);
 
+struct overrides;
+/* Adds -D (c = 'D'), -i ('i') or -o ('o') NAME=VALUE to o; false after a
+ * usage error. */
+bool parse_override(int c, const char *arg, struct overrides *o);
+void overrides_free(struct overrides *o);
+
 int cmd_inspect(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 
 #endif /* TR_CLI_H */

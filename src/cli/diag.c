@@ -155,10 +155,15 @@ void diag_print(const struct diag_list *d, FILE *out)
 
 int diag_exit_code(const struct diag_list *d)
 {
-    for (size_t i = 0; i < d->count; i++)
-        if (d->items[i].kind == DIAG_ERROR)
-            return d->items[i].exit_code;
-    return 0;
+    int code = 0;
+
+    /* a usage error first, then a bad input file, then the pipeline's own */
+    for (size_t i = 0; i < d->count; i++) {
+        int c = d->items[i].kind == DIAG_ERROR ? d->items[i].exit_code : 0;
+        if (c == 2 || (c == 4 && code != 2) || (c && !code))
+            code = c;
+    }
+    return code;
 }
 
 const char *diag_suggest(const char *word, const char *const *candidates)

@@ -52,7 +52,8 @@ void diag_warning(struct diag_list *d, int line, int col, const char *hint, cons
 
 /* Prints every diagnostic in the order they were found. */
 void diag_print(const struct diag_list *d, FILE *out);
-/* The exit status the errors call for: the first error's code; 0 when none. */
+/* The exit status the errors call for: 2 when one is a usage error, else 4
+ * when one concerns an input file, else 3; 0 when there are none. */
 int diag_exit_code(const struct diag_list *d);
 
 /* "did you mean 'x'?" support: the closest of candidates to word, or NULL. */

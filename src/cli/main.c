@@ -29,6 +29,11 @@ static const struct command commands[] = {
      "                         [--input-dtype T --shape D0,D1,... [--offset BYTES]\n"
      "                          [--strides S0,S1,...]] [--fsync]",
      cmd_convert},
+    {"validate", "check a pipeline without computing and print its plan",
+     "tensorrun validate PIPELINE.yaml [-D NAME=VALUE]... [-i NAME=PATH]... [-o NAME=PATH]...",
+     cmd_validate},
+    {"ops", "list every op: its signature, dtypes and what it does", "tensorrun ops [--json]",
+     cmd_ops},
     {"help", "show help for tensorrun or for one command", "tensorrun help [COMMAND]", cmd_help},
 };
 

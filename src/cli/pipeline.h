@@ -27,7 +27,7 @@ struct param {
     int64_t integer;
     double number;
     bool boolean;
-    char *string;
+    char *string;           /* the value as written (after -D), for every kind */
 };
 
 struct input {
@@ -73,8 +73,9 @@ struct output {
     enum tr_dtype dtype;    /* TR_DTYPE_COUNT: the value's own */
     int dtype_line, dtype_col;
     char *key;              /* name inside a safetensors file, or NULL */
-    enum tio_format format; /* UNKNOWN: from the path */
-    enum tio_compression compression;
+    enum tio_format format; /* format:, else from the path's name (npy for "-");
+                               UNKNOWN only after an error about it */
+    enum tio_compression compression; /* .zst in format: or in the path */
     int format_line, format_col;
 };
 
@@ -113,9 +114,13 @@ struct overrides {
 
 /*
  * Reads and checks the pipeline at path.  Every error found goes to diags
- * (initialised by the caller with path; this sets its text); the pipeline
- * is returned as far as it could be read, or NULL when the file cannot be
- * read at all or is not YAML.  Overrides: -D sets a param, keeping its
+ * (initialised by the caller with path; this sets its text to the
+ * pipeline's own, so print diags before pipeline_free).  The pipeline is
+ * returned as far as it could be read (root NULL and nothing else filled
+ * when the file is not YAML), or NULL when the file cannot be read at all
+ * (path "-" included: exit code 2).  After errors, an item may lack what
+ * was wrong in it: a NULL path, stage name or foreach; its statements are
+ * the ones that parsed.  Overrides: -D sets a param, keeping its
  * type (a number stays a number; a name that is no param is an error with
  * exit code 2); -i replaces an input's path (an unknown input: exit code
  * 2); -o replaces an output's path, or adds an output for any other name

@@ -21,7 +21,9 @@ struct ypair {
 
 struct ynode {
     enum ynode_kind kind;
-    int line, col;         /* where the node starts */
+    int line, col;         /* where the node starts; for a quoted scalar, its
+                              text's first character (after the quote).
+                              Columns count characters, as libyaml does */
     /* scalars */
     char *value;           /* the text, NUL-terminated (may hold '\n') */
     size_t length;         /* its length (the text may contain NUL) */
@@ -35,10 +37,12 @@ struct ynode {
 };
 
 /*
- * Parses the first document of text (len bytes).  Returns the root node,
+ * Parses the first document of text (len bytes, UTF-8; later documents
+ * are not read).  Nesting deeper than 64 is refused.  Returns the root node,
  * or NULL after adding an error for a syntax error (at its place), an
- * empty document, anchors and aliases (refused: a pipeline has no use for
- * them), a mapping key that is not a scalar, or a key that appears twice.
+ * empty document, anchors, aliases and tags (refused: a pipeline has no
+ * use for them), a mapping key that is not a scalar, or a key that
+ * appears twice.
  */
 struct ynode *yaml_load(const char *text, size_t len, struct diag_list *diags);
 void ynode_free(struct ynode *node);

@@ -303,6 +303,11 @@ tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes)
     return TR_OK;
 }
 
+uint64_t tr_memory_block_size(uint64_t bytes)
+{
+    return bytes ? tr__pool_round(bytes) : 0;
+}
+
 tr_status tr_memory_reset_peak(struct tr_device device)
 {
     struct tr__pool *pool = tr__pool_for(device, "memory_reset_peak");

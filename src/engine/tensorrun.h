@@ -214,6 +214,9 @@ uint64_t tr_release_cached(struct tr_device device);
  * would pass it first releases the cache and retries once, then fails with
  * TR_ERR_OOM. */
 tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes);
+/* The block bytes a pool gives a request of bytes: what the statistics
+ * count for it (0 for 0). */
+uint64_t tr_memory_block_size(uint64_t bytes);
 /* Starts a new peak: peak_active_bytes becomes the current active_bytes. */
 tr_status tr_memory_reset_peak(struct tr_device device);
 

@@ -1,0 +1,76 @@
+/*
+ * plan.h - a pipeline checked all the way through before anything runs:
+ * every name resolved, every value's dtype, shape and device inferred from
+ * the inputs' headers and the op table, and for every stage the values
+ * that must outlive it and the most pool memory it holds at once.
+ */
+#ifndef TR_CLI_PLAN_H
+#define TR_CLI_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "diag.h"
+#include "pipeline.h"
+#include "tensorrun_ops.h"
+
+/* One binding of a name: an input, a param, or a statement's target. */
+struct plan_value {
+    const char *name;
+    struct tr_value meta;
+    int stage;             /* the stage that binds it; -1 for inputs and params */
+    int line, col;         /* where it is bound */
+    bool input, param;
+    bool unsupported;      /* an input of a dtype tensorrun lacks: an error if used */
+    const char *unsupported_dtype;
+    bool poisoned;         /* its statement had an error: uses report nothing more */
+    bool depends_on_block; /* inside a foreach stage: computed from the block */
+    uint64_t bytes;        /* pool block bytes it holds (0 for views and inputs) */
+};
+
+struct plan_input {
+    const struct input *input;
+    struct tio_file *file;     /* opened for its header only */
+    size_t index;              /* the tensor of the file */
+    struct tr_value meta;
+    uint64_t mapped_bytes;
+};
+
+struct plan_stage {
+    const struct stage *stage;
+    struct tr_device device;
+    size_t first_value, nvalues;   /* the bindings its statements made */
+    const char **live;             /* names that outlive it (kept and needed later) */
+    size_t nlive;
+    uint64_t live_bytes;           /* what the live values hold after it */
+    uint64_t peak_bytes;           /* the most it holds at once */
+    int64_t foreach_blocks;        /* 0 unless a foreach stage */
+};
+
+struct plan {
+    struct pipeline *pipeline;
+    struct plan_input *inputs;
+    size_t ninputs;
+    struct plan_value *values;     /* every binding, in order */
+    size_t nvalues, capacity;
+    struct plan_stage *stages;
+    size_t nstages;
+    uint64_t peak_bytes;           /* over all stages */
+    uint64_t mapped_bytes;
+    struct plan_arena *arena;      /* lists and strings the values point into */
+};
+
+/* Checks p through and through; every error goes to diags.  Returns the
+ * plan (also when there are errors, as far as it got); NULL only when out
+ * of memory. */
+struct plan *plan_build(struct pipeline *p, struct diag_list *diags);
+void plan_free(struct plan *plan);
+
+/* The plan as `tensorrun validate` prints it. */
+void plan_print(const struct plan *plan, FILE *out);
+
+/* The final binding of name, or NULL. */
+const struct plan_value *plan_lookup(const struct plan *plan, const char *name);
+
+#endif /* TR_CLI_PLAN_H */
