@@ -405,11 +405,13 @@ static struct result eval_list(struct eval *ev, const struct expr *e)
     return r;
 }
 
-/* The position of the expression an argument error concerns. */
+/* The position of the expression an argument error concerns: the
+ * argument of a named call, the operator of an operation written as one
+ * (a @ b points at the @). */
 static const struct expr *arg_expr(const struct expr *call, const struct tr_op_info *op, int index,
                                    const int *from)
 {
-    if (index < 0 || index >= op->nparams || from[index] < 0)
+    if (call->from_operator || index < 0 || index >= op->nparams || from[index] < 0)
         return call;
     return call->args[from[index]].value;
 }
