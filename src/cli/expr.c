@@ -9,6 +9,19 @@
  * only when it gets there, so that of several errors the leftmost one is
  * the one reported.  Exactly one error is reported per statement.
  *
+ * Places: an operator call sits at its operator; x[...] at its '[' and
+ * x.T at its '.', since they are postfix operators and errors about them
+ * (index out of range, .T of a 1-d value) belong there; a call by name at
+ * the name; a list at its '['; a slice at its first token.  An argument,
+ * list item or subscript (struct expr_arg) sits at its first token, so a
+ * caret under "argument 2" points at where the argument starts, not at
+ * an operator inside it.
+ *
+ * Choices where SPEC.md is silent: None as a slice part (x[None:3]) means
+ * absent, as in NumPy, and becomes NULL; trailing commas are accepted in
+ * calls, lists and subscripts; '#' starts a comment to the end of its line;
+ * a target named twice in one statement (a, a = ...) is an error.
+ *
  * Ownership: every parse function returns a tree it owns to its caller, or
  * NULL after reporting an error, having freed whatever it had built.
  * Helpers that take subtrees (make_call, push_arg) consume them, on

@@ -40,15 +40,53 @@ static void print_json(const struct tr_op_info *op)
     json_decref(o);
 }
 
+/* Text for roff: backslashes and leading dots made harmless. */
+static void roff_text(const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", stdout);
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", stdout);
+        else if (*s == '-')
+            fputs("\\-", stdout);
+        else
+            putchar(*s);
+    }
+}
+
+/* The ops section of tensorrun-pipeline(5), from the table, so that the
+ * manual cannot drift from the program. */
+static void print_roff(void)
+{
+    const char *group = NULL;
+
+    for (size_t i = 0; i < tr_op_count(); i++) {
+        const struct tr_op_info *op = tr_op_at(i);
+        if (!group || strcmp(group, op->group) != 0) {
+            printf(".SS %s\n", op->group);
+            group = op->group;
+        }
+        printf(".TP\n.B \"");
+        roff_text(op->signature);
+        printf("\"%s\n", op->nresults > 1 ? "\n\\(-> two values" : "");
+        roff_text(op->doc);
+        printf(".\nTakes ");
+        roff_text(op->dtypes);
+        printf(".\n");
+    }
+}
+
 int cmd_ops(int argc, char **argv)
 {
     static const struct option options[] = {
         {"json", no_argument, NULL, 'j'},
+        {"roff", no_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *group = NULL;
-    bool json = false;
+    bool json = false, roff = false;
 
     opterr = 0;
     optind = 1;
@@ -56,10 +94,12 @@ int cmd_ops(int argc, char **argv)
         int c = getopt_long(argc, argv, ":jh", options, NULL);
         if (c == -1)
             break;
-        if (c == 'j') {
+        if (c == 'r') {
+            roff = true;
+        } else if (c == 'j') {
             json = true;
         } else if (c == 'h') {
-            printf("Usage: tensorrun ops [--json]\n");
+            printf("Usage: tensorrun ops [--json | --roff]\n");
             return EXIT_OK;
         } else {
             return usage_error("ops: unknown option '%s'", argv[optind - 1]);
@@ -67,6 +107,10 @@ int cmd_ops(int argc, char **argv)
     }
     if (optind < argc)
         return usage_error("ops: unexpected argument '%s'", argv[optind]);
+    if (roff) {
+        print_roff();
+        return EXIT_OK;
+    }
     for (size_t i = 0; i < tr_op_count(); i++) {
         const struct tr_op_info *op = tr_op_at(i);
         if (json) {

@@ -1301,7 +1301,7 @@ static void finish_output(struct ctx *c, struct output *o, const struct output_e
         if (x->path_n)
             diag_error(c->d, x->path_n->line, x->path_n->col, hint,
                        "cannot tell the format of output '%s' from its name '%s'", o->name,
-                       o->path);
+                       x->path_n->value);
         else
             diag_error_code(c->d, 2, 0, 0, "name it .npy, .safetensors, .bin or .raw "
                                            "(each optionally .zst)",
@@ -1344,7 +1344,7 @@ static void check_destinations(struct ctx *c, const struct output_extra *extra)
                 diag_error(c->d, line, col,
                            "a .npy or raw file holds one tensor; only .safetensors takes several",
                            "outputs '%s' and '%s' both write '%s'", p->outputs[first].name,
-                           o->name, o->path);
+                           o->name, at ? at->value : o->path);
                 continue;
             }
         }
@@ -1364,7 +1364,7 @@ static void check_destinations(struct ctx *c, const struct output_extra *extra)
         if (!nameset_add(c, &tensors, keys[i], (int)i, 0, &first, &tag))
             diag_error(c->d, line, col, "give one of them another 'key'",
                        "outputs '%s' and '%s' both write the tensor '%s' of '%s'",
-                       p->outputs[first].name, o->name, tname, o->path);
+                       p->outputs[first].name, o->name, tname, at ? at->value : o->path);
     }
     nameset_free(&files);
     nameset_free(&tensors);
@@ -1558,9 +1558,49 @@ static void check_schema(struct ctx *c, const struct overrides *ov)
     free(extra);
 }
 
+struct placed {
+    struct diag d;
+    size_t order;
+};
+
+static int by_place(const void *a, const void *b)
+{
+    const struct placed *x = a, *y = b;
+
+    if (x->d.line != y->d.line)
+        return x->d.line < y->d.line ? -1 : 1;
+    if (x->d.col != y->d.col)
+        return x->d.col < y->d.col ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Puts the diagnostics from index start on in the order of their places
+ * (those of the command line, with no place, first), so that they read
+ * from the top of the file down whichever check found them. */
+static void sort_diags(struct diag_list *d, size_t start)
+{
+    size_t n = d->count - start;
+    struct placed *tmp;
+
+    if (n < 2)
+        return;
+    tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return; /* they stay in the order found */
+    for (size_t i = 0; i < n; i++) {
+        tmp[i].d = d->items[start + i];
+        tmp[i].order = i;
+    }
+    qsort(tmp, n, sizeof *tmp, by_place);
+    for (size_t i = 0; i < n; i++)
+        d->items[start + i] = tmp[i].d;
+    free(tmp);
+}
+
 struct pipeline *pipeline_load(const char *path, const struct overrides *overrides,
                                struct diag_list *diags)
 {
+    size_t first_diag = diags->count;
     struct pipeline *p;
     struct ctx c;
 
@@ -1592,6 +1632,7 @@ struct pipeline *pipeline_load(const char *path, const struct overrides *overrid
         check_schema(&c, overrides);
     if (c.oom)
         diag_error(diags, 0, 0, NULL, "out of memory reading the pipeline");
+    sort_diags(diags, first_diag);
     return p;
 }
 
@@ -1629,6 +1670,7 @@ void pipeline_free(struct pipeline *p)
     }
     free(p->outputs);
     ynode_free(p->root);
+    free(p->name);
     free(p->path);
     free(p->dir);
     free(p->text);

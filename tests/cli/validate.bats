@@ -313,3 +313,10 @@ t = next(o for o in ops if o["name"] == "topk")
 assert t["results"] == 2 and [p["name"] for p in t["params"]] == ["x", "k", "dim", "largest", "sorted"], t
 assert all(o["doc"] for o in ops)' "$output"
 }
+
+@test "the ops section of tensorrun-pipeline(5) is the op table's, not drifted" {
+    "$TENSORRUN" ops --roff > ops.roff
+    sed -e '/^@OPS@$/{r ops.roff' -e 'd;}' "$TR_SRCDIR/man/tensorrun-pipeline.5.in" > page.5
+    cmp page.5 "$TR_SRCDIR/man/tensorrun-pipeline.5" ||
+        { echo "man/tensorrun-pipeline.5 is out of date: run make man"; return 1; }
+}

@@ -775,6 +775,115 @@ static void test_garbage(void)
     ok(bad == 0, "garbage: %d random statements, %d parsed, the rest one error each", runs, parsed);
 }
 
+/* ------------------------------------------------------------ out of memory */
+
+#ifdef TR_TEST_WRAP_MALLOC
+/*
+ * Linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,
+ * every allocation of the objects linked in goes through these, and the
+ * n-th one can be made to fail.  The real allocator stays the one behind
+ * (the sanitizer's or valgrind's), so frees still match.
+ */
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *ptr, size_t size);
+char *__real_strdup(const char *s);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *ptr, size_t size);
+char *__wrap_strdup(const char *s);
+
+static long fail_countdown = -1;  /* allocations left before one fails; -1: never */
+static bool failed_one;
+
+static bool fail_now(void)
+{
+    if (fail_countdown < 0)
+        return false;
+    if (fail_countdown-- > 0)
+        return false;
+    failed_one = true;
+    return true;
+}
+
+void *__wrap_malloc(size_t size)
+{
+    return fail_now() ? NULL : __real_malloc(size);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    return fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *ptr, size_t size)
+{
+    return fail_now() ? NULL : __real_realloc(ptr, size);
+}
+
+char *__wrap_strdup(const char *s)
+{
+    return fail_now() ? NULL : __real_strdup(s);
+}
+
+/* Fails each allocation of parsing text in turn: every failure must give
+ * NULL, freeing everything (the sanitizers and valgrind check that). */
+static void check_oom(const char *text, const char *bare, const char *want)
+{
+    int bad = 0;
+    long k;
+
+    for (k = 0; k < 100000; k++) {
+        struct diag_list d;
+        struct statement *s;
+        struct out o = {.len = 0};
+
+        diag_init(&d, "test.yaml", NULL, 0);
+        failed_one = false;
+        fail_countdown = k;
+        s = expr_parse(text, 1, 1, true, bare, &d);
+        fail_countdown = -1;
+        if (!failed_one) {
+            /* the run that needed no failure: the full result ("" for an error) */
+            if (s)
+                print_statement(&o, s);
+            if (want[0] ? !s || strcmp(o.text, want) != 0 : s || d.errors != 1)
+                bad++;
+            statement_free(s);
+            diag_free(&d);
+            break;
+        }
+        if (s || d.errors > 1 || (d.count == 1 && d.items[0].exit_code != 5 &&
+                                  d.items[0].exit_code != 3))
+            bad++;
+        statement_free(s);
+        diag_free(&d);
+    }
+    ok(bad == 0 && k > 0, "out of memory: each of %ld allocations of '%s' fails cleanly", k,
+       shown(text));
+}
+
+static void test_oom(void)
+{
+    check_oom("v, i = topk(en @ qn.T, k, dim=-1, largest=true)", NULL,
+              "v i = (topk! (matmul en (.T qn)) k dim=(neg 1) largest=true)");
+    check_oom("x[1:, ::-1, ..., None, 0] + [1, 2.5, 's', f32][0] < -a**2", "out",
+              "out = (lt (add (index x (slice 1 _ _) (slice _ _ (neg 1)) ... None 0) "
+              "(index (list 1 2.5 \"s\" f32) 0)) (neg (pow a 2)))");
+    check_oom("y = [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t]", NULL,
+              "y = (list a b c d e f g h i j k l m n o p q r s t)");
+    check_oom("a, b, c, d, e, f, g, h = f(a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9)", NULL,
+              "a b c d e f g h = (f! a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9)");
+    check_oom("a = (b $", NULL, "");
+    check_oom("a = 'unterminated", NULL, "");
+}
+#else
+static void test_oom(void)
+{
+    skip("out of memory: needs -DTR_TEST_WRAP_MALLOC and -Wl,--wrap=malloc,...");
+}
+#endif
+
 int main(void)
 {
     test_precedence();
@@ -788,5 +897,6 @@ int main(void)
     test_error_places();
     test_depth();
     test_garbage();
+    test_oom();
     return done_testing();
 }
