@@ -14,7 +14,7 @@
 #include "expr.h"
 #include "tensorrun.h"
 #include "tensorrun_io.h"
-#include "yaml.h"
+#include "yaml_tree.h"
 
 #define PIPELINE_FORMAT 1 /* the `tensorrun:` version this program reads */
 

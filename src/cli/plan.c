@@ -182,6 +182,8 @@ static void open_inputs(struct plan *plan, struct diag_list *d)
             return;
         v->input = true;
         v->poisoned = true;
+        if (!in->path)
+            continue; /* the schema has reported it */
         if (in->has_raw)
             oo.format = TIO_FORMAT_RAW;
         pi->file = tio_open(in->path, &oo);
@@ -929,9 +931,9 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
         const struct output *out = &p->outputs[o];
         const struct plan_value *v = find(plan, out->name, plan->nvalues);
         enum tio_format format = out->format;
-        enum tio_compression ignored;
-        enum tr_dtype dtype;
 
+        if (!out->path)
+            continue; /* the schema has reported it */
         if (!v) {
             const char **names = bound_names(plan);
             const char *guess = names ? diag_suggest(out->name, names) : NULL;
@@ -956,18 +958,11 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
                        v->param ? "a param" : "a constant");
             continue;
         }
-        dtype = out->dtype != TR_DTYPE_COUNT ? out->dtype : v->meta.dtype;
-        if (format == TIO_FORMAT_UNKNOWN)
-            tio_format_from_path(out->path, &format, &ignored);
-        if (format == TIO_FORMAT_UNKNOWN && strcmp(out->path, "-") == 0)
-            format = TIO_FORMAT_NPY;
-        if (format == TIO_FORMAT_UNKNOWN)
-            diag_error(d, out->line, out->col, "name it .npy, .safetensors, .bin or .raw, or add format:",
-                       "output '%s': cannot tell the format of %s", out->name, out->path);
-        else if (format == TIO_FORMAT_NPY && dtype == TR_DTYPE_BF16)
-            diag_error(d, out->dtype != TR_DTYPE_COUNT ? out->dtype_line : out->line,
-                       out->dtype != TR_DTYPE_COUNT ? out->dtype_col : out->col,
-                       "cast it (dtype: f32), or write .safetensors",
+        /* an unknown format, and bf16 asked for a .npy, are the schema's to
+         * report; a value that turns out bf16 is this check's */
+        if (format == TIO_FORMAT_NPY && out->dtype == TR_DTYPE_COUNT &&
+            v->meta.dtype == TR_DTYPE_BF16)
+            diag_error(d, out->line, out->col, "cast it (dtype: f32), or write .safetensors",
                        "output '%s' is bf16, which .npy cannot hold", out->name);
     }
 }
@@ -1003,7 +998,7 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d)
             diag_warning(d, ps->stage->line, ps->stage->col, NULL,
                          "stage '%s' is to run on CUDA, which is not available here (%s); "
                          "running it will fail",
-                         ps->stage->name, tr_cuda_unavailable_reason());
+                         ps->stage->name ? ps->stage->name : "?", tr_cuda_unavailable_reason());
         ps->first_value = plan->nvalues;
         if (ps->stage->has_foreach)
             eval_foreach(plan, (int)s, d, &reads[s], &allocated);
@@ -1074,7 +1069,7 @@ void plan_print(const struct plan *plan, FILE *out)
     }
     for (size_t s = 0; s < plan->nstages; s++) {
         const struct plan_stage *ps = &plan->stages[s];
-        fprintf(out, "stage %zu \"%s\" on %s", s + 1, ps->stage->name,
+        fprintf(out, "stage %zu \"%s\" on %s", s + 1, ps->stage->name ? ps->stage->name : "?",
                 tr_device_format(ps->device, dev, sizeof dev));
         if (ps->stage->has_foreach)
             fprintf(out, ", foreach %s by %lld rows (%lld block%s)", ps->stage->foreach_over,

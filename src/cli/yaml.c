@@ -11,15 +11,9 @@
  */
 #include "config.h"
 
-/* libyaml's header first: "yaml.h" below is this directory's own, which
- * shadows libyaml's when src/cli is on the -I path.  Name src/cli with
- * -iquote instead (quotes only), as the build does. */
 #include <yaml.h>
-#ifndef YAML_STR_TAG
-#error "<yaml.h> found src/cli/yaml.h, not libyaml's: add src/cli with -iquote, not -I"
-#endif
 
-#include "yaml.h"
+#include "yaml_tree.h"
 
 #include <stdarg.h>
 #include <stdint.h>

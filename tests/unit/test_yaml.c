@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "yaml.h"
+#include "yaml_tree.h"
 
 static struct diag_list diags;
 

@@ -1,9 +1,9 @@
 /*
- * yaml.h - a YAML document as a small tree whose every node knows where it
+ * yaml_tree.h - a YAML document as a small tree whose every node knows where it
  * is in the file (1-based line and column), built from libyaml's events.
  */
-#ifndef TR_CLI_YAML_H
-#define TR_CLI_YAML_H
+#ifndef TR_CLI_YAML_TREE_H
+#define TR_CLI_YAML_TREE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,4 +50,4 @@ void ynode_free(struct ynode *node);
 /* The value of key in a mapping node, or NULL. */
 struct ynode *ynode_get(const struct ynode *mapping, const char *key);
 
-#endif /* TR_CLI_YAML_H */
+#endif /* TR_CLI_YAML_TREE_H */
