@@ -937,10 +937,13 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
         if (!v) {
             const char **names = bound_names(plan);
             const char *guess = names ? diag_suggest(out->name, names) : NULL;
-            char hint[160];
+            char hint[512], list[400];
             if (guess)
                 snprintf(hint, sizeof hint, "did you mean '%s'?", guess);
-            diag_error(d, out->line, out->col, guess ? hint : NULL,
+            else
+                snprintf(hint, sizeof hint, "the values are: %s",
+                         names ? diag_join(names, list, sizeof list) : "?");
+            diag_error(d, out->line, out->col, hint,
                        "output '%s' names a value that nothing binds", out->name);
             free(names);
             continue;

@@ -152,7 +152,7 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
     "$PY" -c 'open("bad.npy", "wb").write(b"\x93NUMPY\x01\x00" + b"\x10\x00" + b"{garbage}       ")'
     run_tensorrun 4 convert bad.npy dest.npy
     [ "$(cat dest.npy)" = "precious" ]
-    [ -z "$(ls -A | grep tmp)" ]
+    [ -z "$(ls -A | grep -F '.tmp-')" ]
 }
 
 @test "converting a file onto itself works (the mapping outlives the rename)" {
@@ -202,7 +202,7 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
     wait "$pid" || rc=$?
     [ "$rc" -eq 130 ]
     [ "$(cat dest.npy.zst)" = "precious" ]
-    [ -z "$(ls -A | grep tmp)" ]
+    [ -z "$(ls -A | grep -F '.tmp-')" ]
 }
 
 @test "--input-dtype and --shape win over bytes that look like another format" {

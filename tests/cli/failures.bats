@@ -29,7 +29,7 @@ run_injected() {
 
 untouched() {
     [ "$(cat dest.npy)" = precious ]
-    [ -z "$(ls -A | grep tmp)" ]
+    [ -z "$(ls -A | grep -F '.tmp-')" ]
 }
 
 @test "a full disk during the data is exit 4" {

@@ -30,7 +30,7 @@ corpus() {
     done < corpus/expected.txt
     echo "$n malformed files"
     [ "$n" -ge 10 ]
-    [ -z "$(ls -A | grep tmp)" ]
+    [ -z "$(ls -A | grep -F '.tmp-')" ]
 }
 
 @test "the malformed .npy corpus: every file is exit 4 with its message" {
