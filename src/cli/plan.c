@@ -111,6 +111,24 @@ static const char **bound_names(const struct plan *plan)
     return names;
 }
 
+/* The hint for a name nothing binds: the closest bound name, or the list
+ * of them. */
+static const char *unbound_hint(const struct plan *plan, const char *name, char *hint,
+                                size_t size)
+{
+    const char **names = bound_names(plan);
+    const char *guess = names ? diag_suggest(name, names) : NULL;
+    char list[400];
+
+    if (guess)
+        snprintf(hint, size, "did you mean '%s'?", guess);
+    else
+        snprintf(hint, size, "the values are: %s",
+                 names && names[0] ? diag_join(names, list, sizeof list) : "none");
+    free(names);
+    return hint;
+}
+
 static uint64_t tensor_bytes(const struct tr_value *v)
 {
     uint64_t n = 1;
@@ -359,14 +377,9 @@ static struct result eval_name(struct eval *ev, const struct expr *e)
         return r;
     }
     if (!v) {
-        const char **names = bound_names(ev->plan);
-        const char *guess = names ? diag_suggest(e->v.name, names) : NULL;
-        char hint[160];
-        if (guess)
-            snprintf(hint, sizeof hint, "did you mean '%s'?", guess);
-        diag_error(ev->d, e->line, e->col, guess ? hint : NULL,
+        char hint[512];
+        diag_error(ev->d, e->line, e->col, unbound_hint(ev->plan, e->v.name, hint, sizeof hint),
                    "'%s' is used before anything binds it", e->v.name);
-        free(names);
         return failed();
     }
     if (v->poisoned)
@@ -935,17 +948,9 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
         if (!out->path)
             continue; /* the schema has reported it */
         if (!v) {
-            const char **names = bound_names(plan);
-            const char *guess = names ? diag_suggest(out->name, names) : NULL;
-            char hint[512], list[400];
-            if (guess)
-                snprintf(hint, sizeof hint, "did you mean '%s'?", guess);
-            else
-                snprintf(hint, sizeof hint, "the values are: %s",
-                         names ? diag_join(names, list, sizeof list) : "?");
-            diag_error(d, out->line, out->col, hint,
+            char hint[512];
+            diag_error(d, out->line, out->col, unbound_hint(plan, out->name, hint, sizeof hint),
                        "output '%s' names a value that nothing binds", out->name);
-            free(names);
             continue;
         }
         if (v->poisoned)
