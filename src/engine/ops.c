@@ -2,7 +2,7 @@
  * ops.c - the op table built from ops.def: parameter lists parsed once
  * from their text, lookup by name, and the parameter kinds' words.
  */
-#include "ops_impl.h"
+#include "kernel_impl.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -148,7 +148,8 @@ static void build(void)
         op->info.doc = rows[i].doc;
         op->info.nresults = rows[i].nresults;
         op->info.dtypes = takes_words[rows[i].takes];
-        op->info.has_kernel = false;
+        op->kernel = tr__kernel_for(rows[i].name);
+        op->info.has_kernel = op->kernel != NULL;
         op->rule = rows[i].rule;
         op->takes = rows[i].takes;
         parse_params(&rows[i], op);

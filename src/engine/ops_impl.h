@@ -26,10 +26,15 @@ enum tr__takes {
     TR__TAKES_ANY, TR__TAKES_NUMERIC, TR__TAKES_INTEGRAL, TR__TAKES_FLOAT, TR__TAKES_SIGNED
 };
 
+struct tr_arg;
+
 struct tr__op {
     struct tr_op_info info; /* first: a tr_op_info pointer is a tr__op pointer */
     enum tr__rule rule;
     enum tr__takes takes;
+    /* the CPU kernel (kernel_impl.h's tr__kernel_fn), NULL until written */
+    tr_status (*kernel)(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results);
 };
 
 const struct tr__op *tr__op_of(const struct tr_op_info *info);

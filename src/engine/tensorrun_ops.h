@@ -120,6 +120,28 @@ const struct tr_op_info *tr_op_find(const char *name);
 tr_status tr_op_infer(const struct tr_op_info *op, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg);
 
+/* An argument when an op runs: a constant (value), None, a tensor (value
+ * describes it, tensor is the handle), or a list of such arguments (items;
+ * value.count of them). */
+struct tr_arg {
+    struct tr_value value;
+    struct tr_tensor *tensor;
+    const struct tr_arg *items;
+};
+
+/* The description of a tensor, as tr_op_infer takes it. */
+struct tr_value tr_value_of(const struct tr_tensor *t);
+
+/*
+ * Runs op: args[i] for params[i], defaults filled in.  The arguments are
+ * checked as tr_op_infer checks them; the results are new tensors in the
+ * calling thread's innermost scope, on the device of the tensor arguments
+ * (the CPU for ops that make tensors).  TR_ERR_STATE, naming the op, when
+ * its kernel is not written yet.
+ */
+tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
+                    struct tr_tensor **results);
+
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers;
  * weak numbers do not widen a tensor's dtype).  TR_ERR_DTYPE for u64 with
  * a signed type, which needs an explicit cast. */

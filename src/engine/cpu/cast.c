@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../iter_impl.h"
+#include "../kernel_impl.h"
 
 /* --------------------------------------------------------------- loads */
 
@@ -236,6 +236,16 @@ static bool fast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
 static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n,
                      enum tr_dtype from, enum tr_dtype to)
 {
+    if (from == to) {
+        size_t item = tr_dtype_size(from);
+        if (ds == (int64_t)item && ss == (int64_t)item) {
+            memcpy(dst, src, (size_t)n * item);
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                memcpy(dst + i * ds, src + i * ss, item);
+        }
+        return;
+    }
     if (fast_row(dst, ds, src, ss, n, from, to))
         return;
     switch (from) {
@@ -254,6 +264,12 @@ static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
     case TR_DTYPE_F64: TO_EACH_DESTINATION(double, load_f64); break;
     default: break;
     }
+}
+
+void tr__cpu_cast_row(char *dst, int64_t ds, enum tr_dtype to, const char *src, int64_t ss,
+                      enum tr_dtype from, int64_t n)
+{
+    cast_row(dst, ds, src, ss, n, from, to);
 }
 
 #define BLOCK_ELEMENTS 16384

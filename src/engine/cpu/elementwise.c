@@ -1,0 +1,423 @@
+/*
+ * cpu/elementwise.c - the unary and binary ops, where and clamp, on the
+ * blocked loop of map.c.  Each op has a loop per compute dtype (f32, f64,
+ * i64, u64); f16 and bf16 are computed in f32; integer arithmetic wraps.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "../kernel_impl.h"
+
+/* The loops of one op, by compute dtype; NULL where the op has none. */
+struct loops {
+    const char *name;
+    tr__block_fn f32, f64, i64, u64;
+};
+
+static tr__block_fn pick(const struct loops *l, enum tr_dtype compute)
+{
+    switch (compute) {
+    case TR_DTYPE_F32: return l->f32;
+    case TR_DTYPE_F64: return l->f64;
+    case TR_DTYPE_U64: return l->u64;
+    default: return l->i64;
+    }
+}
+
+static const struct loops *find_loops(const struct loops *table, const char *name)
+{
+    for (; table->name; table++)
+        if (strcmp(table->name, name) == 0)
+            return table;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- unary */
+
+#define UNARY(name, T, expr)                                                 \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *x = (const T *)(const void *)in[0];                         \
+        T *y = (T *)(void *)out;                                             \
+        (void)ctx;                                                           \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T v = x[i];                                                      \
+            y[i] = (expr);                                                   \
+        }                                                                    \
+    }
+
+#define UNARY_FLOAT(op, e32, e64)                                            \
+    UNARY(op##_f32, float, e32)                                              \
+    UNARY(op##_f64, double, e64)
+
+#define UNARY_ALL(op, e32, e64, ei, eu)                                      \
+    UNARY_FLOAT(op, e32, e64)                                                \
+    UNARY(op##_i64, int64_t, ei)                                             \
+    UNARY(op##_u64, uint64_t, eu)
+
+UNARY_ALL(neg, -v, -v, (int64_t)(0 - (uint64_t)v), 0 - v)
+UNARY_ALL(abs, fabsf(v), fabs(v), v < 0 ? (int64_t)(0 - (uint64_t)v) : v, v)
+UNARY_ALL(sign, (float)((v > 0) - (v < 0)) + (v != v ? v : 0),
+          (double)((v > 0) - (v < 0)) + (v != v ? v : 0), (v > 0) - (v < 0), v > 0)
+UNARY_ALL(square, v * v, v * v, (int64_t)((uint64_t)v * (uint64_t)v), v * v)
+UNARY_ALL(relu, v > 0 || v != v ? v : 0.0f, v > 0 || v != v ? v : 0.0, v > 0 ? v : 0, v)
+UNARY_ALL(floor, floorf(v), floor(v), v, v)
+UNARY_ALL(ceil, ceilf(v), ceil(v), v, v)
+UNARY_ALL(round, nearbyintf(v), nearbyint(v), v, v)
+UNARY_FLOAT(exp, expf(v), exp(v))
+UNARY_FLOAT(log, logf(v), log(v))
+UNARY_FLOAT(log1p, log1pf(v), log1p(v))
+UNARY_FLOAT(expm1, expm1f(v), expm1(v))
+UNARY_FLOAT(sqrt, sqrtf(v), sqrt(v))
+UNARY_FLOAT(rsqrt, 1.0f / sqrtf(v), 1.0 / sqrt(v))
+UNARY_FLOAT(reciprocal, 1.0f / v, 1.0 / v)
+UNARY_FLOAT(sin, sinf(v), sin(v))
+UNARY_FLOAT(cos, cosf(v), cos(v))
+UNARY_FLOAT(tanh, tanhf(v), tanh(v))
+UNARY_FLOAT(sigmoid, 1.0f / (1.0f + expf(-v)), 1.0 / (1.0 + exp(-v)))
+UNARY_FLOAT(silu, v / (1.0f + expf(-v)), v / (1.0 + exp(-v)))
+UNARY_FLOAT(erf, erff(v), erf(v))
+UNARY_FLOAT(gelu_none, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)),
+            0.5 * v * (1.0 + erf(v * 0.70710678118654752440)))
+UNARY_FLOAT(gelu_tanh,
+            0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))),
+            0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v))))
+
+/* Predicates: a compute-typed input, bool (u8) out. */
+#define PREDICATE(name, T, expr)                                             \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *x = (const T *)(const void *)in[0];                         \
+        uint8_t *y = (uint8_t *)out;                                         \
+        (void)ctx;                                                           \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T v = x[i];                                                      \
+            y[i] = (uint8_t)(expr);                                          \
+        }                                                                    \
+    }
+
+PREDICATE(isnan_f32, float, v != v)
+PREDICATE(isnan_f64, double, v != v)
+PREDICATE(isnan_int, int64_t, v != v)
+PREDICATE(isfinite_f32, float, isfinite(v))
+PREDICATE(isfinite_f64, double, isfinite(v))
+PREDICATE(isfinite_int, int64_t, v == v)
+PREDICATE(not_f32, float, v == 0)
+PREDICATE(not_f64, double, v == 0)
+PREDICATE(not_i64, int64_t, v == 0)
+PREDICATE(not_u64, uint64_t, v == 0)
+
+static const struct loops unary_loops[] = {
+    {"neg", neg_f32, neg_f64, neg_i64, neg_u64},
+    {"abs", abs_f32, abs_f64, abs_i64, abs_u64},
+    {"sign", sign_f32, sign_f64, sign_i64, sign_u64},
+    {"square", square_f32, square_f64, square_i64, square_u64},
+    {"relu", relu_f32, relu_f64, relu_i64, relu_u64},
+    {"floor", floor_f32, floor_f64, floor_i64, floor_u64},
+    {"ceil", ceil_f32, ceil_f64, ceil_i64, ceil_u64},
+    {"round", round_f32, round_f64, round_i64, round_u64},
+    {"exp", exp_f32, exp_f64, NULL, NULL},
+    {"log", log_f32, log_f64, NULL, NULL},
+    {"log1p", log1p_f32, log1p_f64, NULL, NULL},
+    {"expm1", expm1_f32, expm1_f64, NULL, NULL},
+    {"sqrt", sqrt_f32, sqrt_f64, NULL, NULL},
+    {"rsqrt", rsqrt_f32, rsqrt_f64, NULL, NULL},
+    {"reciprocal", reciprocal_f32, reciprocal_f64, NULL, NULL},
+    {"sin", sin_f32, sin_f64, NULL, NULL},
+    {"cos", cos_f32, cos_f64, NULL, NULL},
+    {"tanh", tanh_f32, tanh_f64, NULL, NULL},
+    {"sigmoid", sigmoid_f32, sigmoid_f64, NULL, NULL},
+    {"silu", silu_f32, silu_f64, NULL, NULL},
+    {"erf", erf_f32, erf_f64, NULL, NULL},
+    {"isnan", isnan_f32, isnan_f64, isnan_int, isnan_int},
+    {"isfinite", isfinite_f32, isfinite_f64, isfinite_int, isfinite_int},
+    {"logical_not", not_f32, not_f64, not_i64, not_u64},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The unary ops: computed in the result's compute dtype, or for the
+ * predicates in the input's, giving bool. */
+tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
+                      const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
+                      const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    bool predicate = op->rule == TR__RULE_PREDICATE;
+    struct tr_tensor *x, *y = NULL;
+    enum tr_dtype in_compute, out_compute;
+    const struct loops *l;
+    tr__block_fn fn;
+    tr_status s;
+
+    x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
+                       : tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    in_compute = tr__compute_dtype(predicate ? x->dtype : out->dtype);
+    out_compute = predicate ? TR_DTYPE_BOOL : in_compute;
+    if (strcmp(name, "gelu") == 0) {
+        static const struct loops none = {"gelu", gelu_none_f32, gelu_none_f64, NULL, NULL};
+        static const struct loops tanh_ = {"gelu", gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
+        l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
+    } else {
+        l = find_loops(unary_loops, name);
+    }
+    fn = l ? pick(l, in_compute) : NULL;
+    if (!fn) {
+        tr_release(x);
+        return tr__set_error(TR_ERR_STATE, "%s: no loop for %s", name, tr_dtype_name(in_compute));
+    }
+    y = tr__result(out, x->storage->device);
+    s = y ? tr__map(y, out_compute, (const struct tr_tensor *const[]){x}, 1, in_compute, fn, NULL)
+          : tr_last_status();
+    tr_release(x);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+/* --------------------------------------------------------------- binary */
+
+#define BINARY(name, T, U, expr)                                             \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *a = (const T *)(const void *)in[0];                         \
+        const T *b = (const T *)(const void *)in[1];                         \
+        U *y = (U *)(void *)out;                                             \
+        (void)ctx;                                                           \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T p = a[i], q = b[i];                                            \
+            y[i] = (U)(expr);                                                \
+        }                                                                    \
+    }
+
+#define BINARY_ALL(op, ef, ei, eu)                                           \
+    BINARY(op##_f32, float, float, ef)                                       \
+    BINARY(op##_f64, double, double, ef)                                     \
+    BINARY(op##_i64, int64_t, int64_t, ei)                                   \
+    BINARY(op##_u64, uint64_t, uint64_t, eu)
+
+/* integer power by squaring, wrapping; a negative exponent gives what
+ * truncating 1 / p**-q gives: 1 for p = 1, +-1 for p = -1, else 0 */
+static int64_t ipow(int64_t p, int64_t q)
+{
+    uint64_t r = 1, base = (uint64_t)p;
+
+    if (q < 0)
+        return p == 1 ? 1 : p == -1 ? (q % 2 ? -1 : 1) : 0;
+    for (uint64_t e = (uint64_t)q; e; e >>= 1) {
+        if (e & 1)
+            r *= base;
+        base *= base;
+    }
+    return (int64_t)r;
+}
+
+static uint64_t upow(uint64_t p, uint64_t q)
+{
+    uint64_t r = 1;
+
+    for (; q; q >>= 1) {
+        if (q & 1)
+            r *= p;
+        p *= p;
+    }
+    return r;
+}
+
+BINARY_ALL(add, p + q, (int64_t)((uint64_t)p + (uint64_t)q), p + q)
+BINARY_ALL(sub, p - q, (int64_t)((uint64_t)p - (uint64_t)q), p - q)
+BINARY_ALL(mul, p * q, (int64_t)((uint64_t)p * (uint64_t)q), p * q)
+BINARY(div_f32, float, float, p / q)
+BINARY(div_f64, double, double, p / q)
+BINARY(pow_f32, float, float, powf(p, q))
+BINARY(pow_f64, double, double, pow(p, q))
+BINARY(pow_i64, int64_t, int64_t, ipow(p, q))
+BINARY(pow_u64, uint64_t, uint64_t, upow(p, q))
+/* NaN wins: p != p picks p when p is NaN, q when q is */
+BINARY_ALL(maximum, p > q || p != p ? p : q, p > q ? p : q, p > q ? p : q)
+BINARY_ALL(minimum, p < q || p != p ? p : q, p < q ? p : q, p < q ? p : q)
+
+#define COMPARE_ALL(op, expr)                                                \
+    BINARY(op##_f32, float, uint8_t, expr)                                   \
+    BINARY(op##_f64, double, uint8_t, expr)                                  \
+    BINARY(op##_i64, int64_t, uint8_t, expr)                                 \
+    BINARY(op##_u64, uint64_t, uint8_t, expr)
+
+COMPARE_ALL(eq, p == q)
+COMPARE_ALL(ne, p != q)
+COMPARE_ALL(lt, p < q)
+COMPARE_ALL(le, p <= q)
+COMPARE_ALL(gt, p > q)
+COMPARE_ALL(ge, p >= q)
+BINARY(and_i64, int64_t, uint8_t, p != 0 && q != 0)
+BINARY(or_i64, int64_t, uint8_t, p != 0 || q != 0)
+
+static const struct loops binary_loops[] = {
+    {"add", add_f32, add_f64, add_i64, add_u64},
+    {"sub", sub_f32, sub_f64, sub_i64, sub_u64},
+    {"mul", mul_f32, mul_f64, mul_i64, mul_u64},
+    {"div", div_f32, div_f64, NULL, NULL},
+    {"pow", pow_f32, pow_f64, pow_i64, pow_u64},
+    {"maximum", maximum_f32, maximum_f64, maximum_i64, maximum_u64},
+    {"minimum", minimum_f32, minimum_f64, minimum_i64, minimum_u64},
+    {"eq", eq_f32, eq_f64, eq_i64, eq_u64},
+    {"ne", ne_f32, ne_f64, ne_i64, ne_u64},
+    {"lt", lt_f32, lt_f64, lt_i64, lt_u64},
+    {"le", le_f32, le_f64, le_i64, le_u64},
+    {"gt", gt_f32, gt_f64, gt_i64, gt_u64},
+    {"ge", ge_f32, ge_f64, ge_i64, ge_u64},
+    {"logical_and", NULL, NULL, and_i64, and_i64},
+    {"logical_or", NULL, NULL, or_i64, or_i64},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The dtype both operands of a binary op are computed in: the result's,
+ * or for comparisons and logic the operands' common one. */
+static enum tr_dtype operand_dtype(const struct tr__op *op, const struct tr_arg *args,
+                                   const struct tr_value *out)
+{
+    struct tr_value a = args[0].tensor ? tr_value_of(args[0].tensor) : args[0].value;
+    struct tr_value b = args[1].tensor ? tr_value_of(args[1].tensor) : args[1].value;
+    enum tr_dtype d = out->dtype;
+
+    if (op->rule == TR__RULE_LOGICAL)
+        return TR_DTYPE_I64;
+    if (op->rule == TR__RULE_COMPARE && tr_promote(&a, &b, &d) != TR_OK)
+        d = TR_DTYPE_F64;
+    return tr__compute_dtype(d);
+}
+
+tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    enum tr_dtype compute = operand_dtype(op, args, out);
+    bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
+    const struct loops *l = find_loops(binary_loops, op->info.name);
+    tr__block_fn fn = l ? pick(l, compute) : NULL;
+    struct tr_tensor *a, *b, *y = NULL;
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(!fn, TR_ERR_STATE, "%s: no loop for %s", op->info.name,
+                       tr_dtype_name(compute));
+    /* numbers become tensors of the compute dtype: exact for weak scalars */
+    a = tr__arg_tensor(&args[0], compute);
+    b = a ? tr__arg_tensor(&args[1], compute) : NULL;
+    if (b)
+        y = tr__result(out, a->storage->device.kind == TR_DEV_CPU ? a->storage->device
+                                                                   : b->storage->device);
+    s = y ? tr__map(y, to_bool ? TR_DTYPE_BOOL : compute, (const struct tr_tensor *const[]){a, b},
+                    2, compute, fn, NULL)
+          : tr_last_status();
+    tr_release(a);
+    tr_release(b);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+/* ---------------------------------------------------------- where, clamp */
+
+#define WHERE(name, T)                                                       \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *c = (const T *)(const void *)in[0];                         \
+        const T *a = (const T *)(const void *)in[1];                         \
+        const T *b = (const T *)(const void *)in[2];                         \
+        T *y = (T *)(void *)out;                                             \
+        (void)ctx;                                                           \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = c[i] != 0 ? a[i] : b[i];                                  \
+    }
+
+WHERE(where_f32, float)
+WHERE(where_f64, double)
+WHERE(where_i64, int64_t)
+WHERE(where_u64, uint64_t)
+
+static const struct loops where_loops = {"where", where_f32, where_f64, where_i64, where_u64};
+
+/* Bounds of clamp that are present: bit 0 min, bit 1 max. */
+#define CLAMP(name, T)                                                       \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        int which = *(const int *)ctx;                                       \
+        const T *x = (const T *)(const void *)in[0];                         \
+        const T *lo = (const T *)(const void *)in[1];                        \
+        const T *hi = (const T *)(const void *)in[which == 3 ? 2 : 1];       \
+        T *y = (T *)(void *)out;                                             \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T v = x[i];                                                      \
+            if ((which & 1) && (v < lo[i] || lo[i] != lo[i]))                \
+                v = lo[i];                                                   \
+            if ((which & 2) && (v > hi[i] || hi[i] != hi[i]))                \
+                v = hi[i];                                                   \
+            if (x[i] != x[i])                                                \
+                v = x[i]; /* NaN stays NaN */                                \
+            y[i] = v;                                                        \
+        }                                                                    \
+    }
+
+CLAMP(clamp_f32, float)
+CLAMP(clamp_f64, double)
+CLAMP(clamp_i64, int64_t)
+CLAMP(clamp_u64, uint64_t)
+
+static const struct loops clamp_loops = {"clamp", clamp_f32, clamp_f64, clamp_i64, clamp_u64};
+
+/* where(condition, a, b) and clamp(x, min, max): up to three operands, all
+ * computed in the result's compute dtype. */
+tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results)
+{
+    enum tr_dtype compute = tr__compute_dtype(out->dtype);
+    bool where = op->rule == TR__RULE_WHERE;
+    struct tr_tensor *in[3] = {NULL, NULL, NULL}, *y = NULL;
+    int n = 0, which = 0;
+    tr_status s = TR_OK;
+
+    for (int i = 0; i < 3 && s == TR_OK; i++) {
+        if (args[i].value.kind == TR_VALUE_NONE && !args[i].tensor)
+            continue;
+        which |= i == 0 ? 0 : 1 << (i - 1);
+        if (where && i == 0) {
+            /* the condition's truth first: 0.5 is true, and would not be
+             * once converted to an integer compute dtype */
+            struct tr_tensor *c = tr__arg_tensor(&args[0], TR_DTYPE_BOOL);
+            in[n] = c ? tr_cast(c, TR_DTYPE_BOOL) : NULL;
+            tr_release(c);
+        } else {
+            in[n] = tr__arg_tensor(&args[i], compute);
+        }
+        if (!in[n++])
+            s = tr_last_status();
+    }
+    if (s == TR_OK)
+        y = tr__result(out, in[0]->storage->device);
+    if (s == TR_OK && !y)
+        s = tr_last_status();
+    if (s == TR_OK && !where && which == 0)
+        s = tr_copy_into(y, in[0]); /* clamp without bounds */
+    else if (s == TR_OK)
+        s = tr__map(y, compute, (const struct tr_tensor *const *)in, n, compute,
+                    pick(where ? &where_loops : &clamp_loops, compute), &which);
+    for (int i = 0; i < n; i++)
+        tr_release(in[i]);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}

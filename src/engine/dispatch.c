@@ -1,0 +1,147 @@
+/*
+ * dispatch.c - running an op: its arguments checked by the op table's
+ * rule, then handed to its kernel.
+ */
+#include "kernel_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct tr_value tr_value_of(const struct tr_tensor *t)
+{
+    struct tr_value v;
+
+    memset(&v, 0, sizeof v);
+    v.kind = TR_VALUE_TENSOR;
+    v.dtype = t->dtype;
+    v.ndim = t->ndim;
+    memcpy(v.shape, t->shape, sizeof v.shape);
+    v.device = t->storage->device;
+    return v;
+}
+
+/* ---------------------------------------------------------- kernel table */
+
+#define KERNEL(name, fn) tr_status fn(const struct tr__op *, const struct tr_arg *,           \
+                                      const struct tr_value *, struct tr_tensor **);
+#include "kernels.def"
+#undef KERNEL
+
+static const struct {
+    const char *name;
+    tr__kernel_fn fn;
+} kernels[] = {
+#define KERNEL(name, fn) {#name, fn},
+#include "kernels.def"
+#undef KERNEL
+};
+
+tr__kernel_fn tr__kernel_for(const char *name)
+{
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+        if (strcmp(kernels[i].name, name) == 0)
+            return kernels[i].fn;
+    return NULL;
+}
+
+/* ---------------------------------------------------------- helpers */
+
+struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)
+{
+    return tr__empty("result", out->dtype, out->ndim, out->shape, device);
+}
+
+enum tr_dtype tr__compute_dtype(enum tr_dtype d)
+{
+    switch (d) {
+    case TR_DTYPE_F16:
+    case TR_DTYPE_BF16:
+    case TR_DTYPE_F32:
+        return TR_DTYPE_F32;
+    case TR_DTYPE_F64:
+        return TR_DTYPE_F64;
+    case TR_DTYPE_U8:
+    case TR_DTYPE_U16:
+    case TR_DTYPE_U32:
+    case TR_DTYPE_U64:
+        return TR_DTYPE_U64;
+    default:
+        return TR_DTYPE_I64;
+    }
+}
+
+struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
+{
+    const struct tr_value *v = &arg->value;
+    union {
+        double f64;
+        int64_t i64;
+        uint8_t b;
+    } bits;
+    struct tr_tensor *t;
+    enum tr_dtype from;
+
+    if (arg->tensor)
+        return tr__tensor_alias(arg->tensor);
+    switch (v->kind) {
+    case TR_VALUE_INT:
+        bits.i64 = v->integer;
+        from = TR_DTYPE_I64;
+        break;
+    case TR_VALUE_BOOL:
+        bits.b = v->boolean;
+        from = TR_DTYPE_BOOL;
+        break;
+    case TR_VALUE_FLOAT:
+        bits.f64 = v->number;
+        from = TR_DTYPE_F64;
+        break;
+    default:
+        tr__set_error(TR_ERR_INVALID, "a tensor or a number is needed here");
+        return NULL;
+    }
+    t = tr__empty("constant", dtype, 0, NULL, TR_CPU);
+    if (t)
+        tr__cpu_cast_row(t->storage->data, 0, dtype, (const char *)&bits, 0, from, 1);
+    return t;
+}
+
+/* ---------------------------------------------------------- running */
+
+tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
+                    struct tr_tensor **results)
+{
+    const struct tr__op *op = tr__op_of(info);
+    struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
+    struct tr_value *lists[TR_OP_MAX_PARAMS] = {NULL};
+    tr_status s = TR_OK;
+    int bad;
+
+    for (int i = 0; i < info->nparams && s == TR_OK; i++) {
+        values[i] = args[i].tensor ? tr_value_of(args[i].tensor) : args[i].value;
+        if (args[i].value.kind == TR_VALUE_LIST && args[i].items) {
+            size_t n = args[i].value.count;
+            lists[i] = calloc(n ? n : 1, sizeof *lists[i]);
+            if (!lists[i])
+                s = tr__set_error(TR_ERR_OOM, "out of memory running %s", info->name);
+            for (size_t k = 0; lists[i] && k < n; k++)
+                lists[i][k] = args[i].items[k].tensor ? tr_value_of(args[i].items[k].tensor)
+                                                      : args[i].items[k].value;
+            values[i].items = lists[i];
+        }
+    }
+    if (s == TR_OK)
+        s = tr_op_infer(info, values, out, &bad);
+    if (s == TR_OK && !op->kernel)
+        s = tr__set_error(TR_ERR_STATE, "%s: this op cannot run yet (its kernel is not written)",
+                          info->name);
+    for (int i = 0; i < info->nparams && s == TR_OK; i++)
+        if (args[i].tensor && args[i].tensor->storage->device.kind != TR_DEV_CPU)
+            s = tr__set_error(TR_ERR_DEVICE, "%s: the CUDA kernels are not written yet",
+                              info->name);
+    if (s == TR_OK)
+        s = op->kernel(op, args, out, results);
+    for (int i = 0; i < info->nparams; i++)
+        free(lists[i]);
+    return s;
+}

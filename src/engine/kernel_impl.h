@@ -1,0 +1,54 @@
+/*
+ * kernel_impl.h - what the CPU kernels share: the kernel signature, the
+ * table that finds an op's kernel, and the blocked elementwise loop most of
+ * them are built on.
+ */
+#ifndef TR_KERNEL_IMPL_H
+#define TR_KERNEL_IMPL_H
+
+#include "iter_impl.h"
+#include "ops_impl.h"
+
+/* Computes op's results into results[0..nresults): called by tr_op_run
+ * once tr_op_infer has checked args and given the results' dtypes and
+ * shapes in out[].  New tensors join the current scope. */
+typedef tr_status (*tr__kernel_fn)(const struct tr__op *op, const struct tr_arg *args,
+                                   const struct tr_value *out, struct tr_tensor **results);
+
+/* The kernel of the op called name (kernels.def), or NULL. */
+tr__kernel_fn tr__kernel_for(const char *name);
+
+/* A new compact result tensor as out describes it, on device. */
+struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
+
+/* The tensor an argument stands for: its handle (a new handle of it), or a
+ * 0-d tensor holding the constant as dtype.  In the current scope. */
+struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype);
+
+/* The dtype a kernel computes values of dtype d in: f32 for the floats up
+ * to f32 (f16 and bf16 are storage types), f64, i64 for signed integers
+ * and bool, u64 for unsigned ones. */
+enum tr_dtype tr__compute_dtype(enum tr_dtype d);
+
+/* A function over n values: in[k] holds n values of the input compute
+ * dtype for each input, out receives n values of the output compute
+ * dtype; ctx is the caller's. */
+typedef void (*tr__block_fn)(char *out, const char *const *in, int64_t n, const void *ctx);
+
+/*
+ * out = fn(in[0], ..., in[nin-1]) elementwise.  The inputs (at most 3) are
+ * broadcast to out's shape; they are read block by block, converted to
+ * in_compute, handed to fn, whose out_compute values are converted to
+ * out's dtype and stored.  Blocks are spread over the threads; every
+ * element is computed the same way whatever the thread count.  CPU only.
+ */
+tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
+                  const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,
+                  tr__block_fn fn, const void *ctx);
+
+/* Converts n values at src (stepping ss bytes) of dtype from into dst
+ * (stepping ds bytes) of dtype to, by tr_copy_into's rules. */
+void tr__cpu_cast_row(char *dst, int64_t ds, enum tr_dtype to, const char *src, int64_t ss,
+                      enum tr_dtype from, int64_t n);
+
+#endif /* TR_KERNEL_IMPL_H */
