@@ -435,7 +435,7 @@ static const struct expr *arg_expr(const struct expr *call, const struct tr_op_i
  * with a param k) is done here, so that the result is a constant too: an
  * integer where the op needs one.  Returns false when op is not such an
  * operation or an argument is not a known number. */
-static bool fold(const char *op, const struct tr_value *args, int nargs, struct tr_value *out)
+bool plan_fold(const char *op, const struct tr_value *args, int nargs, struct tr_value *out)
 {
     static const char *const foldable[] = {"neg", "add", "sub", "mul", "div", "pow",
                                            "maximum", "minimum", NULL};
@@ -488,41 +488,22 @@ static bool fold(const char *op, const struct tr_value *args, int nargs, struct 
     return true;
 }
 
-/* Evaluates a call into its results (one or two); *n says how many. */
-static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, int *n)
+bool plan_bind_call(const struct expr *e, const struct tr_op_info *op, int *from,
+                    struct diag_list *d)
 {
-    const struct tr_op_info *op = tr_op_find(e->op);
-    struct tr_value args[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
-    int from[TR_OP_MAX_PARAMS], positional = 0, bad = -1;
-    bool given[TR_OP_MAX_PARAMS] = {false}, depends = false, broken = false;
+    bool given[TR_OP_MAX_PARAMS] = {false}, broken = false;
+    int positional = 0;
     char hint[512];
 
-    if (!op) {
-        const char *names[128];
-        size_t k = 0;
-        for (size_t i = 0; i < tr_op_count() && k < 127; i++)
-            names[k++] = tr_op_at(i)->name;
-        names[k] = NULL;
-        const char *guess = diag_suggest(e->op, names);
-        char message[160];
-        snprintf(message, sizeof message, "unknown op '%s'", e->op);
-        if (guess)
-            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op",
-                       "%s (did you mean '%s'?)", message, guess);
-        else
-            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op", "%s", message);
-        return false;
-    }
     for (int i = 0; i < TR_OP_MAX_PARAMS; i++)
         from[i] = -1;
-    /* bind arguments to parameters */
     for (size_t a = 0; a < e->nargs; a++) {
         const struct expr_arg *arg = &e->args[a];
         int p = -1;
         if (!arg->keyword) {
             p = positional++;
             if (p >= op->nparams) {
-                diag_error(ev->d, arg->line, arg->col, op->signature,
+                diag_error(d, arg->line, arg->col, op->signature,
                            "%s takes at most %d argument%s, not %zu", op->name, op->nparams,
                            op->nparams == 1 ? "" : "s", e->nargs);
                 broken = true;
@@ -540,17 +521,17 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
                 const char *guess = diag_suggest(arg->keyword, params);
                 snprintf(hint, sizeof hint, "%s", op->signature);
                 if (guess)
-                    diag_error(ev->d, arg->line, arg->col, hint,
+                    diag_error(d, arg->line, arg->col, hint,
                                "%s has no parameter '%s' (did you mean '%s'?)", op->name,
                                arg->keyword, guess);
                 else
-                    diag_error(ev->d, arg->line, arg->col, hint, "%s has no parameter '%s'",
+                    diag_error(d, arg->line, arg->col, hint, "%s has no parameter '%s'",
                                op->name, arg->keyword);
                 broken = true;
                 continue;
             }
             if (given[p]) {
-                diag_error(ev->d, arg->line, arg->col, op->signature,
+                diag_error(d, arg->line, arg->col, op->signature,
                            "%s: argument '%s' is given twice", op->name, arg->keyword);
                 broken = true;
                 continue;
@@ -561,11 +542,39 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     }
     for (int i = 0; i < op->nparams && !broken; i++) {
         if (!given[i] && op->params[i].required) {
-            diag_error(ev->d, e->line, e->col, op->signature, "%s: missing argument '%s'",
+            diag_error(d, e->line, e->col, op->signature, "%s: missing argument '%s'",
                        op->name, op->params[i].name);
             broken = true;
         }
     }
+    return !broken;
+}
+
+/* Evaluates a call into its results (one or two); *n says how many. */
+static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, int *n)
+{
+    const struct tr_op_info *op = tr_op_find(e->op);
+    struct tr_value args[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
+    int from[TR_OP_MAX_PARAMS], bad = -1;
+    bool depends = false, broken;
+
+    if (!op) {
+        const char *names[128];
+        size_t k = 0;
+        for (size_t i = 0; i < tr_op_count() && k < 127; i++)
+            names[k++] = tr_op_at(i)->name;
+        names[k] = NULL;
+        const char *guess = diag_suggest(e->op, names);
+        char message[160];
+        snprintf(message, sizeof message, "unknown op '%s'", e->op);
+        if (guess)
+            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op",
+                       "%s (did you mean '%s'?)", message, guess);
+        else
+            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op", "%s", message);
+        return false;
+    }
+    broken = !plan_bind_call(e, op, from, ev->d);
     /* evaluate the arguments, reporting each one's errors */
     for (int i = 0; i < op->nparams; i++) {
         if (from[i] < 0) {
@@ -580,7 +589,7 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     }
     if (broken)
         return false;
-    if (!depends && fold(op->name, args, op->nparams, &out[0])) {
+    if (!depends && plan_fold(op->name, args, op->nparams, &out[0])) {
         *n = 1;
         memset(&results[0], 0, sizeof results[0]);
         results[0].v = out[0];
