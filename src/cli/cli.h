@@ -31,6 +31,10 @@ int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "3,4,5" into up to max comma-separated int64 values; false when
  * malformed, negative where allow_negative is false, or too many. */
 bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_negative);
+/* A size: a number (decimals allowed) with an optional unit; K M G T and
+ * KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000, a bare
+ * number or B is bytes.  false when malformed or past 2^64. */
+bool parse_size(const char *text, uint64_t *out);
 /* A whole decimal integer in [min, max]. */
 bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 
@@ -51,5 +55,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif /* TR_CLI_H */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "msg.h"
@@ -22,6 +23,15 @@ struct command {
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
+    {"run", "run a pipeline (also: tensorrun PIPELINE.yaml)",
+     "tensorrun run PIPELINE.yaml [-D NAME=VALUE]... [-i NAME=PATH]... [-o NAME=PATH]...\n"
+     "                     [--device DEV] [--threads N] [--memory-limit SIZE] [--keep-cache]\n"
+     "                     [--stats text|json|none] [--stats-file PATH] [--[no-]progress]\n"
+     "                     [--fsync] [-n] [-q] [-v]",
+     cmd_run},
+    {"eval", "run statements given on the command line",
+     "tensorrun eval 'STATEMENTS' [-i NAME=PATH]... [-o [NAME=]PATH]... [--print] [RUN OPTIONS]",
+     cmd_eval},
     {"inspect", "show what is in tensor files, reading only their headers",
      "tensorrun inspect FILE... [--json]", cmd_inspect},
     {"convert", "copy a tensor between formats, dtypes and compression",
@@ -114,6 +124,18 @@ static int cmd_help(int argc, char **argv)
     return EXIT_OK;
 }
 
+/* `tensorrun PIPELINE.yaml` runs it: a word that names a file, has a
+ * directory in it, or ends in .yaml or .yml is a pipeline, not a
+ * mistyped command. */
+static bool looks_like_pipeline(const char *arg)
+{
+    size_t n = strlen(arg);
+
+    return access(arg, F_OK) == 0 || strchr(arg, '/') ||
+           (n > 5 && strcmp(arg + n - 5, ".yaml") == 0) ||
+           (n > 4 && strcmp(arg + n - 4, ".yml") == 0);
+}
+
 /* Flushes standard output and reports a failed write (a full disk, a
  * closed pipe) as an input/output error. */
 static int close_stdout(int code)
@@ -147,6 +169,8 @@ int main(int argc, char **argv)
     if (arg[0] == '-' && arg[1] != '\0')
         return usage_error("unknown option '%s'", arg);
     c = find_command(arg);
+    if (!c && looks_like_pipeline(arg))
+        return close_stdout(cmd_run(argc, argv));
     if (!c)
         return unknown_command(arg);
     return close_stdout(c->run(argc - 1, argv + 1));

@@ -178,7 +178,7 @@ static char *describe(const struct tr_value *v, char *buf, size_t size)
 
 /* ------------------------------------------------------------ inputs */
 
-static void open_inputs(struct plan *plan, struct diag_list *d)
+static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
 {
     struct pipeline *p = plan->pipeline;
 
@@ -190,7 +190,7 @@ static void open_inputs(struct plan *plan, struct diag_list *d)
         const struct input *in = &p->inputs[i];
         struct plan_input *pi = &plan->inputs[i];
         struct tio_open_options oo = {.format = in->format, .raw = in->has_raw ? &in->raw : NULL,
-                                      .header_only = true};
+                                      .header_only = !for_run};
         struct plan_value *v = bind(plan, in->name, -1, in->line, in->col);
         const struct tio_entry *e;
         ptrdiff_t which = 0;
@@ -749,8 +749,10 @@ static struct tr_device stage_device(const struct pipeline *p, const struct stag
     bool automatic = s->has_device ? s->device_auto : p->has_device ? p->device_auto : true;
     struct tr_device d = s->has_device ? s->device : p->device;
 
+    /* auto is the CPU until the CUDA kernels exist (SPEC.md section 4 makes
+     * it CUDA when a usable device is present, from then on) */
     if (!has || automatic)
-        d = tr_cuda_device_count() > 0 ? TR_CUDA(0) : TR_CPU;
+        d = TR_CPU;
     *cuda = d.kind == TR_DEV_CUDA;
     return d;
 }
@@ -986,7 +988,7 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
 
 /* ------------------------------------------------------------ the plan */
 
-struct plan *plan_build(struct pipeline *p, struct diag_list *d)
+struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
 {
     struct plan *plan = calloc(1, sizeof *plan);
     struct reads *reads;
@@ -1004,7 +1006,7 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d)
     }
     plan->nstages = p->nstages;
     bind_params(plan);
-    open_inputs(plan, d);
+    open_inputs(plan, d, for_run);
     for (size_t s = 0; s < p->nstages; s++) {
         struct plan_stage *ps = &plan->stages[s];
         uint64_t allocated = 0;
@@ -1034,8 +1036,15 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d)
             plan->peak_bytes = plan->stages[s].peak_bytes;
         carried = plan->stages[s].live_bytes;
     }
-    for (size_t s = 0; s < p->nstages; s++)
+    for (size_t s = 0; s < p->nstages; s++) {
+        struct plan_stage *ps = &plan->stages[s];
+        ps->reads = arena_alloc(plan, (reads[s].count + 1) * sizeof *ps->reads);
+        if (ps->reads) {
+            memcpy(ps->reads, reads[s].names, reads[s].count * sizeof *ps->reads);
+            ps->nreads = reads[s].count;
+        }
         free(reads[s].names);
+    }
     free(reads);
     return plan;
 }

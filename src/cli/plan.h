@@ -43,6 +43,8 @@ struct plan_stage {
     size_t first_value, nvalues;   /* the bindings its statements made */
     const char **live;             /* names that outlive it (kept and needed later) */
     size_t nlive;
+    const char **reads;            /* names it reads that earlier stages bound */
+    size_t nreads;
     uint64_t live_bytes;           /* what the live values hold after it */
     uint64_t peak_bytes;           /* the most it holds at once */
     int64_t foreach_blocks;        /* 0 unless a foreach stage */
@@ -63,8 +65,10 @@ struct plan {
 
 /* Checks p through and through; every error goes to diags.  Returns the
  * plan (also when there are errors, as far as it got); NULL only when out
- * of memory. */
-struct plan *plan_build(struct pipeline *p, struct diag_list *diags);
+ * of memory.  Inputs are opened for their headers only, unless for_run:
+ * then they are opened (mapped, or read when a pipe) once, for the run to
+ * load from plan->inputs[i].file. */
+struct plan *plan_build(struct pipeline *p, struct diag_list *diags, bool for_run);
 void plan_free(struct plan *plan);
 
 /* The plan as `tensorrun validate` prints it. */

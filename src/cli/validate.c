@@ -111,7 +111,7 @@ int cmd_validate(int argc, char **argv)
     diag_init(&d, argv[optind], NULL, 0);
     p = pipeline_load(argv[optind], &o, &d);
     if (p)
-        plan = plan_build(p, &d);
+        plan = plan_build(p, &d, false);
     status = diag_exit_code(&d);
     diag_print(&d, stderr);
     if (status == EXIT_OK && plan)

@@ -70,6 +70,15 @@ enum tr_dtype tr__compute_dtype(enum tr_dtype d)
     }
 }
 
+static void free_constant(void *data, void *ctx)
+{
+    (void)ctx;
+    free(data);
+}
+
+/* A constant is not pool memory: its few bytes are the tensor's own
+ * (adopted), so that a scalar in an expression never shows in the pool's
+ * statistics. */
 struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
 {
     const struct tr_value *v = &arg->value;
@@ -78,6 +87,7 @@ struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
         int64_t i64;
         uint8_t b;
     } bits;
+    struct tr_blob blob = {.deleter = free_constant};
     struct tr_tensor *t;
     enum tr_dtype from;
 
@@ -100,9 +110,16 @@ struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
         tr__set_error(TR_ERR_INVALID, "a tensor or a number is needed here");
         return NULL;
     }
-    t = tr__empty("constant", dtype, 0, NULL, TR_CPU);
-    if (t)
-        tr__cpu_cast_row(t->storage->data, 0, dtype, (const char *)&bits, 0, from, 1);
+    blob.data = malloc(sizeof(double));
+    blob.nbytes = sizeof(double);
+    if (!blob.data) {
+        tr__set_error(TR_ERR_OOM, "out of memory for a constant");
+        return NULL;
+    }
+    tr__cpu_cast_row(blob.data, 0, dtype, (const char *)&bits, 0, from, 1);
+    t = tr_from_blob(&blob, dtype, 0, NULL, NULL, TR_CPU);
+    if (!t)
+        free(blob.data);
     return t;
 }
 

@@ -278,10 +278,15 @@ static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t
     return s;
 }
 
-/* Writes t's values in C order as dtype, through buf (BLOCK_BYTES). */
+/* Writes t's values in C order as dtype: as they are when they already are
+ * those bytes, else through a pool buffer of at most BLOCK_BYTES (no larger
+ * than the values, so a small output costs a small block). */
 static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
-                              enum tr_dtype dtype, uint8_t *buf)
+                              enum tr_dtype dtype)
 {
+    struct tr_tensor *buffer;
+    int64_t buffer_bytes;
+    uint8_t *buf;
     int ndim = tr_tensor_ndim(t), k;
     const int64_t *shape = tr_tensor_shape(t);
     uint64_t item = tr_dtype_size(dtype), inner = item;
@@ -295,6 +300,12 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
     if (tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_dtype(t) == dtype &&
         tr_tensor_is_contiguous(t))
         return write_compact(sink, t);
+    buffer_bytes = (uint64_t)total * item < BLOCK_BYTES ? (int64_t)((uint64_t)total * item)
+                                                        : (int64_t)BLOCK_BYTES;
+    buffer = tr_empty(TR_DTYPE_U8, 1, &buffer_bytes, TR_CPU);
+    if (!buffer)
+        return tr_last_status();
+    buf = tr_tensor_data_mut(buffer);
 
     /* blocks: dimension k is cut into chunks whose trailing dimensions fit
      * the buffer; the dimensions before k are stepped one index at a time */
@@ -313,7 +324,7 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
         struct tr_tensor *host = block && tr_tensor_device(block).kind != TR_DEV_CPU
                                      ? tr_to(block, TR_CPU) : block;
         int64_t n = block ? tr_tensor_numel(block) : 0;
-        struct tr_blob blob = {.data = buf, .nbytes = BLOCK_BYTES};
+        struct tr_blob blob = {.data = buf, .nbytes = (uint64_t)buffer_bytes};
         struct tr_tensor *dst = host ? tr_from_blob(&blob, dtype, tr_tensor_ndim(host),
                                                     tr_tensor_shape(host), NULL, TR_CPU)
                                      : NULL;
@@ -335,6 +346,7 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
             }
         }
     }
+    tr_release(buffer);
     return s;
 }
 
@@ -349,7 +361,7 @@ static const struct tr_tensor *const *one(const struct tr_tensor *const *tensors
 }
 
 static tr_status write_npy(struct tio_output *out, const struct tr_tensor *t,
-                           enum tr_dtype dtype, uint8_t *buf)
+                           enum tr_dtype dtype)
 {
     char *header;
     size_t len;
@@ -360,13 +372,12 @@ static tr_status write_npy(struct tio_output *out, const struct tr_tensor *t,
     tio__sink_pledge(out->sink, len + (uint64_t)tr_tensor_numel(t) * tr_dtype_size(dtype));
     s = tio__sink_write(out->sink, header, len);
     free(header);
-    return s == TR_OK ? write_values(out->sink, t, dtype, buf) : s;
+    return s == TR_OK ? write_values(out->sink, t, dtype) : s;
 }
 
 static tr_status write_safetensors(struct tio_output *out, size_t n, const char *const *names,
                                    const struct tr_tensor *const *tensors,
-                                   enum tr_dtype dtype, const struct tio_metadata *metadata,
-                                   uint8_t *buf)
+                                   enum tr_dtype dtype, const struct tio_metadata *metadata)
 {
     static const char *const default_name[1] = {"tensor"};
     enum tr_dtype *dtypes = calloc(n ? n : 1, sizeof *dtypes);
@@ -398,7 +409,7 @@ static tr_status write_safetensors(struct tio_output *out, size_t n, const char 
         s = tio__sink_write(out->sink, header, len);
     }
     for (size_t i = 0; i < n && s == TR_OK; i++)
-        s = write_values(out->sink, tensors[order[i]], dtypes[order[i]], buf);
+        s = write_values(out->sink, tensors[order[i]], dtypes[order[i]]);
     free(header);
     free(order);
     free(shapes);
@@ -411,22 +422,16 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
                            const struct tr_tensor *const *tensors, enum tr_dtype dtype,
                            const struct tio_metadata *metadata)
 {
-    struct tr_tensor *buffer;
-    int64_t block = (int64_t)BLOCK_BYTES;
     const struct tr_tensor *const *single;
     tr_status s;
 
     TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
     out->written = true;
-    buffer = tr_empty(TR_DTYPE_U8, 1, &block, TR_CPU);
-    if (!buffer)
-        return tr_last_status();
     switch (out->format) {
     case TIO_FORMAT_NPY:
         single = one(tensors, n, "npy");
         s = single ? write_npy(out, single[0],
-                               dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype,
-                               tr_tensor_data_mut(buffer))
+                               dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype)
                    : tr_last_status();
         break;
     case TIO_FORMAT_RAW:
@@ -437,14 +442,12 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
                                                               ? tr_tensor_dtype(single[0])
                                                               : dtype));
         s = single ? write_values(out->sink, single[0],
-                                  dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype,
-                                  tr_tensor_data_mut(buffer))
+                                  dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(single[0]) : dtype)
                    : tr_last_status();
         break;
     default:
-        s = write_safetensors(out, n, names, tensors, dtype, metadata, tr_tensor_data_mut(buffer));
+        s = write_safetensors(out, n, names, tensors, dtype, metadata);
     }
-    tr_release(buffer);
     if (s == TR_OK)
         s = tio__sink_finish(out->sink);
     out->bytes = tio__sink_bytes(out->sink);

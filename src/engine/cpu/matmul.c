@@ -1,0 +1,350 @@
+/*
+ * cpu/matmul.c - matmul (1-d, 2-d and batched, the batch dimensions
+ * broadcast as NumPy does), dot and outer.
+ *
+ * matmul and dot go through CBLAS sgemm/dgemm.  An operand goes to BLAS
+ * where it lies, without a copy, when the strides of its last two
+ * dimensions are a layout BLAS reads: row-major (unit column stride, a
+ * leading dimension at least the row length) or transposed (unit row
+ * stride, a leading dimension at least the column length); batch
+ * dimensions may have any strides, 0 included.  Otherwise, and for f16
+ * and bf16 (computed in f32) or an f32 operand of an f64 product, the
+ * operand is first converted to a compact copy of the compute dtype.
+ *
+ * Reproducibility: OpenBLAS's own threads split the work differently for
+ * different thread counts, and the bits change with it.  So BLAS is kept
+ * single-threaded (openblas_set_num_threads(1), once) and the output of
+ * each batch is cut into fixed TILE x TILE tiles, whatever the thread
+ * count, each computed by one gemm call over the whole inner dimension on
+ * one OpenMP thread: every element is computed the same way for any
+ * --threads.
+ */
+#include <cblas.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../kernel_impl.h"
+
+/* the prototypes of the kernels, as dispatch.c declares them */
+#define KERNEL(name, fn)                                                     \
+    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
+                 struct tr_tensor **);
+#include "../kernels.def"
+#undef KERNEL
+
+/* The side of an output tile.  Fixed: it decides which gemm call computes
+ * each element, and so the bits. */
+#define TILE 256
+/* Below this many multiply-adds a product is not worth the threads. */
+#define PARALLEL_FLOPS (INT64_C(1) << 18)
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single_threaded(void)
+{
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+    openblas_set_num_threads(1);
+#endif
+}
+
+/* One operand as BLAS sees it: a rows x cols matrix per batch. */
+struct operand {
+    struct tr_tensor *t;             /* the handle read: the argument or a compact copy */
+    const char *data;                /* its element 0 */
+    int64_t rows, cols;
+    int64_t rs, cs;                  /* row and column strides, in elements */
+    int64_t batch[TR_MAX_DIMS];      /* strides along the result's batch dims; 0 broadcasts */
+    bool trans;                      /* stored transposed: (i, j) at i + j * ld */
+    int ld;                          /* BLAS's leading dimension */
+};
+
+/*
+ * Whether BLAS can read a rows x cols matrix with strides rs and cs where
+ * it lies, and how: row-major, (i, j) at i * ld + j, or transposed,
+ * (i, j) at i + j * ld.  The stride of a dimension of size 1 is never
+ * stepped, so it does not matter.  Zero, negative and overlapping strides
+ * do not qualify.
+ */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans,
+                        int *ld)
+{
+    int64_t row_len = cols > 1 ? cols : 1, col_len = rows > 1 ? rows : 1, l;
+
+    if (cs == 1 || cols == 1) {
+        l = rows == 1 ? row_len : rs;
+        if (l >= row_len && l <= INT_MAX) {
+            *trans = false;
+            *ld = (int)l;
+            return true;
+        }
+    }
+    if (rs == 1 || rows == 1) {
+        l = cols == 1 ? col_len : cs;
+        if (l >= col_len && l <= INT_MAX) {
+            *trans = true;
+            *ld = (int)l;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads t's matrix dimensions: a 1-d left operand is one row, a 1-d
+ * right operand one column. */
+static void matrix_of(struct operand *o, bool left)
+{
+    const struct tr_tensor *t = o->t;
+
+    if (t->ndim >= 2) {
+        o->rows = t->shape[t->ndim - 2];
+        o->cols = t->shape[t->ndim - 1];
+        o->rs = t->strides[t->ndim - 2];
+        o->cs = t->strides[t->ndim - 1];
+    } else if (left) {
+        o->rows = 1;
+        o->cols = t->shape[0];
+        o->rs = 0;
+        o->cs = t->strides[0];
+    } else {
+        o->rows = t->shape[0];
+        o->cols = 1;
+        o->rs = t->strides[0];
+        o->cs = 0;
+    }
+}
+
+/*
+ * Sets up operand o for t (a new handle of the argument, which o takes
+ * over): converted to a compact copy of dtype compute when BLAS cannot
+ * read it as it is; batch strides for the nb batch dimensions of the
+ * result.
+ */
+static tr_status prepare(const char *name, struct operand *o, struct tr_tensor *t, bool left,
+                         enum tr_dtype compute, int nb)
+{
+    int tb = t->ndim > 2 ? t->ndim - 2 : 0;
+
+    o->t = t;
+    matrix_of(o, left);
+    if (t->dtype != compute || !blas_layout(o->rows, o->cols, o->rs, o->cs, &o->trans, &o->ld)) {
+        struct tr_tensor *copy = tr_cast(t, compute);
+        if (!copy)
+            return tr_last_status();
+        tr_release(t);
+        o->t = t = copy;
+        matrix_of(o, left);
+        /* a compact matrix has a row-major layout unless its rows are
+         * longer than BLAS's int counts */
+        TR_RETURN_ERROR_IF(!blas_layout(o->rows, o->cols, o->rs, o->cs, &o->trans, &o->ld),
+                           TR_ERR_SHAPE, "%s: a %lld x %lld matrix is too large for BLAS",
+                           name, (long long)o->rows, (long long)o->cols);
+    }
+    for (int i = 0; i < nb; i++) {
+        int j = i - (nb - tb); /* t's dimension for result batch dim i */
+        o->batch[i] = j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
+    }
+    o->data = tr_tensor_data(t);
+    return TR_OK;
+}
+
+static void gemm(enum tr_dtype compute, const struct operand *a, const struct operand *b,
+                 int m, int n, int k, const char *pa, const char *pb, char *pc, int ldc)
+{
+    enum CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
+
+    if (compute == TR_DTYPE_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)pa, a->ld,
+                    (const float *)(const void *)pb, b->ld, 0.0f, (float *)(void *)pc, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)pa, a->ld,
+                    (const double *)(const void *)pb, b->ld, 0.0, (double *)(void *)pc, ldc);
+}
+
+/* The product of a and b (prepared) into the compact result c, whose
+ * first nb dimensions are the batch. */
+static tr_status multiply(const char *name, const struct operand *a, const struct operand *b,
+                          struct tr_tensor *c, int nb, enum tr_dtype compute)
+{
+    int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1, tiles_m, tiles_n, work;
+    int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
+    /* gemm writes straight into c when c has the compute dtype and a row
+     * length BLAS can count; else into a tile buffer, then converted */
+    bool direct = c->dtype == compute && n <= INT_MAX;
+    struct tr_tensor *scratch = NULL;
+    char *out, *buffers = NULL;
+    bool parallel;
+    int threads = 1;
+
+    for (int i = 0; i < nb; i++)
+        nbatch *= c->shape[i];
+    if (tr_tensor_numel(c) == 0)
+        return TR_OK;
+    out = tr_tensor_data_mut(c);
+    if (!out)
+        return tr_last_status();
+    if (k == 0) { /* an empty sum */
+        tr__cpu_fill_zero(out, tr_tensor_nbytes(c));
+        return TR_OK;
+    }
+    TR_RETURN_ERROR_IF(k > INT_MAX, TR_ERR_SHAPE,
+                       "%s: the inner dimension %lld is longer than BLAS can count", name,
+                       (long long)k);
+    tiles_m = (m + TILE - 1) / TILE;
+    tiles_n = (n + TILE - 1) / TILE;
+    work = nbatch * tiles_m * tiles_n;
+    parallel = work > 1 && (double)nbatch * (double)m * (double)n * (double)k >= PARALLEL_FLOPS;
+#ifdef _OPENMP
+    threads = parallel ? omp_get_max_threads() : 1;
+#endif
+    if (!direct) {
+        int64_t shape[2] = {threads, (int64_t)TILE * TILE};
+        scratch = tr__empty(name, compute, 2, shape, TR_CPU);
+        if (!scratch)
+            return tr_last_status();
+        buffers = scratch->storage->data + scratch->offset;
+    }
+    pthread_once(&blas_once, blas_single_threaded);
+
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
+    for (int64_t w = 0; w < work; w++) {
+        int64_t batch = w / (tiles_m * tiles_n), tile = w % (tiles_m * tiles_n);
+        int64_t i0 = tile / tiles_n * TILE, j0 = tile % tiles_n * TILE;
+        int64_t mi = m - i0 < TILE ? m - i0 : TILE, nj = n - j0 < TILE ? n - j0 : TILE;
+        int64_t oa = 0, ob = 0, rest = batch;
+        char *dst = out + ((batch * m + i0) * n + j0) * out_item;
+        char *buf;
+
+        for (int d = nb - 1; d >= 0; d--) {
+            int64_t idx = rest % c->shape[d];
+            rest /= c->shape[d];
+            oa += idx * a->batch[d];
+            ob += idx * b->batch[d];
+        }
+        oa += i0 * a->rs;
+        ob += j0 * b->cs;
+        if (direct) {
+            gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item,
+                 b->data + ob * item, dst, (int)n);
+            continue;
+        }
+#ifdef _OPENMP
+        buf = buffers + (int64_t)omp_get_thread_num() * TILE * TILE * item;
+#else
+        buf = buffers;
+#endif
+        gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item, b->data + ob * item,
+             buf, (int)nj);
+        for (int64_t i = 0; i < mi; i++) /* rounded once into f16 or bf16 */
+            tr__cpu_cast_row(dst + i * n * out_item, out_item, c->dtype, buf + i * nj * item,
+                             item, compute, nj);
+    }
+    tr_release(scratch);
+    return TR_OK;
+}
+
+/* matmul(a, b), and dot(a, b), which is matmul of two vectors. */
+tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    enum tr_dtype compute = tr__compute_dtype(out->dtype);
+    struct operand a, b;
+    struct tr_tensor *ta, *tb, *c = NULL;
+    int nb;
+    tr_status s;
+
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    TR_RETURN_ERROR_IF(compute != TR_DTYPE_F32 && compute != TR_DTYPE_F64, TR_ERR_DTYPE,
+                       "%s: multiplies floats, not %s", name, tr_dtype_name(out->dtype));
+    ta = tr__arg_tensor(&args[0], out->dtype);
+    tb = ta ? tr__arg_tensor(&args[1], out->dtype) : NULL;
+    if (!tb) {
+        tr_release(ta);
+        return tr_last_status();
+    }
+    nb = out->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
+    s = prepare(name, &a, ta, true, compute, nb);
+    if (s == TR_OK)
+        s = prepare(name, &b, tb, false, compute, nb);
+    else
+        tr_release(tb);
+    if (s == TR_OK) {
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+        s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
+    }
+    tr_release(a.t);
+    tr_release(b.t);
+    if (s != TR_OK) {
+        tr_release(c);
+        return s;
+    }
+    results[0] = c;
+    return TR_OK;
+}
+
+static void mul_f32(char *out, const char *const *in, int64_t n, const void *ctx)
+{
+    const float *x = (const float *)(const void *)in[0], *y = (const float *)(const void *)in[1];
+    float *z = (float *)(void *)out;
+
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        z[i] = x[i] * y[i];
+}
+
+static void mul_f64(char *out, const char *const *in, int64_t n, const void *ctx)
+{
+    const double *x = (const double *)(const void *)in[0];
+    const double *y = (const double *)(const void *)in[1];
+    double *z = (double *)(void *)out;
+
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        z[i] = x[i] * y[i];
+}
+
+/* outer(a, b): a[i] * b[j], each product rounded once; a as a column and
+ * b as a row, broadcast against each other without copies. */
+tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
+                      const struct tr_value *out, struct tr_tensor **results)
+{
+    enum tr_dtype compute = tr__compute_dtype(out->dtype);
+    struct tr_tensor *a, *b, *col = NULL, *row = NULL, *c = NULL;
+    tr_status s = TR_OK;
+
+    TR_RETURN_ERROR_IF(compute != TR_DTYPE_F32 && compute != TR_DTYPE_F64, TR_ERR_DTYPE,
+                       "%s: multiplies floats, not %s", op->info.name, tr_dtype_name(out->dtype));
+    a = tr__arg_tensor(&args[0], out->dtype);
+    b = a ? tr__arg_tensor(&args[1], out->dtype) : NULL;
+    if (b) {
+        col = tr_as_strided(a, a->dtype, 2, (int64_t[]){a->shape[0], 1},
+                            (int64_t[]){a->strides[0], 1}, 0);
+        row = col ? tr_as_strided(b, b->dtype, 2, (int64_t[]){1, b->shape[0]},
+                                  (int64_t[]){1, b->strides[0]}, 0)
+                  : NULL;
+    }
+    if (row)
+        c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+    if (!c)
+        s = tr_last_status();
+    else
+        s = tr__map(c, compute, (const struct tr_tensor *const[]){col, row}, 2, compute,
+                    compute == TR_DTYPE_F32 ? mul_f32 : mul_f64, NULL);
+    tr_release(row);
+    tr_release(col);
+    tr_release(b);
+    tr_release(a);
+    if (s != TR_OK) {
+        tr_release(c);
+        return s;
+    }
+    results[0] = c;
+    return TR_OK;
+}

@@ -1,0 +1,437 @@
+/*
+ * cpu/nn.c - the neural ops that work along one dimension: softmax,
+ * log_softmax and l2_normalize (along dim), layer_norm and rms_norm (along
+ * the last).
+ *
+ * Each line (one index of the other dimensions) is computed by one thread,
+ * in f32 for f16, bf16, f32 and the integers, in f64 for f64, and the
+ * threads share out the lines, so the bits never depend on the thread
+ * count.  A line's sums use the blocks and the pairwise tree of
+ * reduce_impl.h, so they are the bits of the reduction ops: layer_norm's
+ * mean is mean(x, -1), l2_normalize's norm is norm(x, 2, dim) (accumulated
+ * in f64, rounded to the compute dtype), rms_norm's mean square is
+ * mean(x * x, -1).  A line of up to LINE_CACHE values is read once into a
+ * buffer (into the result itself when the result's line is a compact run
+ * of the compute dtype) and its passes run there; a longer one is read
+ * again, a block at a time, for each pass.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce_impl.h"
+
+#define BLOCK TR__REDUCE_BLOCK
+/* Values of a line held in a thread's buffer (256 KiB of f32). */
+#define LINE_CACHE 65536
+#define PARALLEL_ELEMENTS 32768
+
+enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM };
+
+struct job {
+    enum kind kind;
+    enum tr_dtype compute;
+    const char *xbase;
+    enum tr_dtype xdtype;
+    int64_t xstep;           /* bytes between a line's values in x */
+    char *ybase;
+    enum tr_dtype ydtype;
+    int64_t ystep;
+    struct tr__iter lines;   /* the other dimensions: x's and y's byte strides */
+    int64_t nlines, len, nblocks;
+    bool cached;             /* len <= LINE_CACHE: the line is read once */
+    bool direct;             /* y's lines are compact runs of the compute dtype */
+    double eps;
+    const void *weight;      /* len values of the compute dtype, or NULL */
+    const void *bias;
+};
+
+/* A thread's buffers. */
+struct work {
+    char *line;  /* min(len, LINE_CACHE) values, when cached */
+    char *block; /* BLOCK values read for a pass, when not cached */
+    char *out;   /* BLOCK results before they are stored, when not direct */
+    char *tmp;   /* BLOCK exponentials, to be summed */
+    char *sums;  /* nblocks partial sums (8 bytes each) */
+};
+
+/* f64 squares of the values, as norm reads them */
+#define PW_SQUARE_F64(x, p) ((double)(x) * (double)(x))
+
+TR__PAIRWISE(sum_f32, float, float, TR__PW_SAME)
+TR__PAIRWISE(sum_f64, double, double, TR__PW_SAME)
+TR__PAIRWISE(sqdev_f32, float, float, TR__PW_SQDEV)
+TR__PAIRWISE(sqdev_f64, double, double, TR__PW_SQDEV)
+TR__PAIRWISE(sumsq_f32, float, float, TR__PW_SQUARE)
+TR__PAIRWISE(sumsq_f64, double, double, TR__PW_SQUARE)
+TR__PAIRWISE(normsq_f32, float, double, PW_SQUARE_F64)
+#define normsq_f64 sumsq_f64
+
+/* y[i] = e^(x[i] - m): f32 by the vectorised exponential of reduce_impl.h
+ * (logsumexp's too), f64 by libm. */
+static void exp_sub_f32(float *y, const float *x, int64_t n, float m)
+{
+    tr__expf_sub_row(y, x, n, m);
+}
+
+static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = exp(x[i] - m);
+}
+
+/*
+ * line_f32 / line_f64: computes line l of job j.  BLK(b) is block b's
+ * values (from the cached line, or read into w->block); n_b its length.
+ */
+#define LINE_FN(SUF, T, LOG, SQRT)                                           \
+    /* The largest value, NaN winning. */                                    \
+    static T max_##SUF(const T *a, int64_t n)                                \
+    {                                                                        \
+        T m = a[0];                                                          \
+        bool nan = false;                                                    \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            m = a[i] > m ? a[i] : m;                                         \
+            nan |= a[i] != a[i];                                             \
+        }                                                                    \
+        return nan ? (T)NAN : m;                                             \
+    }                                                                        \
+                                                                             \
+    static const T *block_##SUF(const struct job *j, struct work *w, const T *line, \
+                                const char *x, int64_t b, int64_t n)         \
+    {                                                                        \
+        if (line)                                                            \
+            return line + b * BLOCK;                                         \
+        tr__cpu_cast_row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, j->xstep, \
+                         j->xdtype, n);                                      \
+        return (const T *)(const void *)w->block;                            \
+    }                                                                        \
+                                                                             \
+    static void line_##SUF(const struct job *j, int64_t l, struct work *w)   \
+    {                                                                        \
+        int64_t off[2], len = j->len, nb = j->nblocks;                       \
+        const T *wt = j->weight, *bs = j->bias;                              \
+        T *sums = (T *)(void *)w->sums, *line = NULL;                        \
+        double *dsums = (double *)(void *)w->sums;                           \
+        T m = 0, s = 0, mean = 0, rstd = 0, denom = 0, lse = 0;              \
+        const char *x;                                                       \
+        char *y;                                                             \
+                                                                             \
+        if (len == 0)                                                        \
+            return;                                                          \
+        tr__iter_offsets(&j->lines, l, off);                                 \
+        x = j->xbase + off[0];                                               \
+        y = j->ybase + off[1];                                               \
+        if (j->cached) {                                                     \
+            line = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
+            tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep, j->xdtype, len); \
+        }                                                                    \
+        for (int pass = 0; pass < 2; pass++) {                               \
+            for (int64_t b = 0; b < nb; b++) {                               \
+                int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK; \
+                const T *v = block_##SUF(j, w, line, x, b, n);               \
+                switch (j->kind) {                                           \
+                case K_SOFTMAX:                                              \
+                case K_LOG_SOFTMAX:                                          \
+                    if (pass == 0) {                                         \
+                        T bm = max_##SUF(v, n);                              \
+                        m = b == 0 || bm != bm || (m == m && bm > m) ? bm : m; \
+                    } else {                                                 \
+                        /* softmax keeps a cached line's exponentials for   \
+                         * the end */                                        \
+                        T *e = line && j->kind == K_SOFTMAX ? line + b * BLOCK \
+                                                            : (T *)(void *)w->tmp; \
+                        exp_sub_##SUF(e, v, n, m);                           \
+                        sums[b] = sum_##SUF(e, n, 0);                        \
+                    }                                                        \
+                    break;                                                   \
+                case K_L2_NORMALIZE:                                         \
+                    if (pass == 0)                                           \
+                        dsums[b] = normsq_##SUF(v, n, 0);                    \
+                    break;                                                   \
+                case K_LAYER_NORM:                                           \
+                    sums[b] = pass == 0 ? sum_##SUF(v, n, 0) : sqdev_##SUF(v, n, mean); \
+                    break;                                                   \
+                case K_RMS_NORM:                                             \
+                    if (pass == 0)                                           \
+                        sums[b] = sumsq_##SUF(v, n, 0);                      \
+                    break;                                                   \
+                }                                                            \
+            }                                                                \
+            /* what the pass has found */                                    \
+            switch (j->kind) {                                               \
+            case K_SOFTMAX:                                                  \
+            case K_LOG_SOFTMAX:                                              \
+                if (pass == 1) {                                             \
+                    s = sum_##SUF(sums, nb, 0);                              \
+                    lse = LOG(s);                                            \
+                }                                                            \
+                break;                                                       \
+            case K_L2_NORMALIZE:                                             \
+                /* max(norm, eps), NaN staying NaN as clamp_min keeps it */  \
+                denom = (T)sqrt(sum_f64(dsums, nb, 0));                      \
+                denom = denom < (T)j->eps ? (T)j->eps : denom;               \
+                break;                                                       \
+            case K_LAYER_NORM:                                               \
+                if (pass == 0) {                                             \
+                    mean = sum_##SUF(sums, nb, 0) / (T)len;                  \
+                } else {                                                     \
+                    T var = sum_##SUF(sums, nb, 0) / (T)len;                 \
+                    rstd = (T)1 / SQRT(var + (T)j->eps);                     \
+                }                                                            \
+                break;                                                       \
+            case K_RMS_NORM:                                                 \
+                rstd = (T)1 / SQRT(sum_##SUF(sums, nb, 0) / (T)len + (T)j->eps); \
+                break;                                                       \
+            }                                                                \
+            if (j->kind == K_L2_NORMALIZE || j->kind == K_RMS_NORM)          \
+                break; /* one pass is enough */                              \
+        }                                                                    \
+        /* the results, block by block */                                    \
+        for (int64_t b = 0; b < nb; b++) {                                   \
+            int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK, first = b * BLOCK; \
+            const T *v = block_##SUF(j, w, line, x, b, n);                   \
+            T *dst = j->direct ? (T *)(void *)y + first : (T *)(void *)w->out; \
+            switch (j->kind) {                                               \
+            case K_SOFTMAX:                                                  \
+                if (!line) {                                                 \
+                    exp_sub_##SUF(dst, v, n, m);                             \
+                    v = dst;                                                 \
+                }                                                            \
+                _Pragma("omp simd")                                          \
+                for (int64_t i = 0; i < n; i++)                              \
+                    dst[i] = v[i] / s;                                       \
+                break;                                                       \
+            case K_LOG_SOFTMAX:                                              \
+                _Pragma("omp simd")                                          \
+                for (int64_t i = 0; i < n; i++)                              \
+                    dst[i] = (v[i] - m) - lse;                               \
+                break;                                                       \
+            case K_L2_NORMALIZE:                                             \
+                _Pragma("omp simd")                                          \
+                for (int64_t i = 0; i < n; i++)                              \
+                    dst[i] = v[i] / denom;                                   \
+                break;                                                       \
+            case K_LAYER_NORM:                                               \
+                /* the same operations with or without weight and bias */   \
+                _Pragma("omp simd")                                          \
+                for (int64_t i = 0; i < n; i++)                              \
+                    dst[i] = (v[i] - mean) * rstd;                           \
+                if (wt) {                                                    \
+                    _Pragma("omp simd")                                      \
+                    for (int64_t i = 0; i < n; i++)                          \
+                        dst[i] = dst[i] * wt[first + i];                     \
+                }                                                            \
+                if (bs) {                                                    \
+                    _Pragma("omp simd")                                      \
+                    for (int64_t i = 0; i < n; i++)                          \
+                        dst[i] = dst[i] + bs[first + i];                     \
+                }                                                            \
+                break;                                                       \
+            case K_RMS_NORM:                                                 \
+                _Pragma("omp simd")                                          \
+                for (int64_t i = 0; i < n; i++)                              \
+                    dst[i] = v[i] * rstd;                                    \
+                if (wt) {                                                    \
+                    _Pragma("omp simd")                                      \
+                    for (int64_t i = 0; i < n; i++)                          \
+                        dst[i] = dst[i] * wt[first + i];                     \
+                }                                                            \
+                break;                                                       \
+            }                                                                \
+            if (!j->direct)                                                  \
+                tr__cpu_cast_row(y + first * j->ystep, j->ystep, j->ydtype, w->out, sizeof(T), \
+                                 j->compute, n);                             \
+        }                                                                    \
+    }
+
+LINE_FN(f32, float, logf, sqrtf)
+LINE_FN(f64, double, log, sqrt)
+
+/* ---------------------------------------------------------- the kernel */
+
+static enum kind kind_of(const char *name)
+{
+    static const char *const names[] = {"softmax", "log_softmax", "l2_normalize", "layer_norm",
+                                        "rms_norm"};
+
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(names[i], name) == 0)
+            return (enum kind)i;
+    return K_SOFTMAX;
+}
+
+static const struct tr_arg *param(const struct tr__op *op, const struct tr_arg *args,
+                                  const char *name)
+{
+    for (int i = 0; i < op->info.nparams; i++)
+        if (strcmp(op->info.params[i].name, name) == 0)
+            return &args[i];
+    return NULL;
+}
+
+static double number(const struct tr_arg *a)
+{
+    const struct tr_value *v = &a->value;
+
+    return v->kind == TR_VALUE_INT ? (double)v->integer
+           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
+                                      : v->number;
+}
+
+/* A weight or bias as len compact values of the compute dtype in *out (a
+ * new allocation; NULL when the argument is None). */
+static tr_status vector_arg(const char *name, const char *what, const struct tr_arg *a,
+                            enum tr_dtype compute, int64_t len, void **out)
+{
+    int64_t strides[TR_MAX_DIMS];
+    struct tr_tensor *t;
+
+    *out = NULL;
+    if (!a || (a->value.kind == TR_VALUE_NONE && !a->tensor))
+        return TR_OK;
+    t = tr__arg_tensor(a, tr_value_dtype(&a->value));
+    if (!t)
+        return tr_last_status();
+    *out = malloc((size_t)(len ? len : 1) * tr_dtype_size(compute));
+    if (!*out) {
+        tr_release(t);
+        return tr__set_error(TR_ERR_OOM, "%s: out of memory for the %s", name, what);
+    }
+    tr__byte_strides(t, strides);
+    tr__cpu_cast_row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
+                     t->ndim > 0 ? strides[0] : 0, t->dtype, len);
+    tr_release(t);
+    return TR_OK;
+}
+
+static void work_free(struct work *w)
+{
+    free(w->line);
+    free(w->block);
+    free(w->out);
+    free(w->tmp);
+    free(w->sums);
+}
+
+static bool work_alloc(const struct job *j, struct work *w)
+{
+    size_t size = tr_dtype_size(j->compute);
+
+    memset(w, 0, sizeof *w);
+    if (j->cached && !j->direct)
+        w->line = malloc((size_t)j->len * size);
+    if (!j->cached)
+        w->block = malloc(BLOCK * size);
+    if (!j->direct)
+        w->out = malloc(BLOCK * size);
+    w->tmp = malloc(BLOCK * size);
+    w->sums = malloc((size_t)j->nblocks * 8);
+    if ((j->cached && !j->direct && !w->line) || (!j->cached && !w->block) ||
+        (!j->direct && !w->out) || !w->tmp || !w->sums) {
+        work_free(w);
+        return false;
+    }
+    return true;
+}
+
+tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
+                   const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
+                   const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    const struct tr_arg *dim_arg = param(op, args, "dim"), *eps_arg = param(op, args, "eps");
+    int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
+        oys[TR_MAX_DIMS];
+    const int64_t *sp[2] = {oxs, oys};
+    struct tr_tensor *x, *y = NULL;
+    void *weight = NULL, *bias = NULL;
+    struct job j;
+    int d = 0, no = 0;
+    bool failed = false;
+    tr_status s = TR_OK;
+
+    memset(&j, 0, sizeof j);
+    j.kind = kind_of(name);
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    if (x->ndim > 0 && dim_arg)
+        s = tr__normalize_dim(name, (int)dim_arg->value.integer, x->ndim, &d);
+    else if (x->ndim > 0)
+        d = x->ndim - 1; /* layer_norm and rms_norm: the last dimension */
+    if (s == TR_OK) {
+        y = tr__result(out, x->storage->device);
+        if (!y)
+            s = tr_last_status();
+    }
+    if (s != TR_OK || tr_tensor_numel(y) == 0)
+        goto done;
+    j.compute = tr__compute_dtype(y->dtype);
+    j.len = 1;
+    tr__byte_strides(x, xs);
+    tr__byte_strides(y, ys);
+    for (int i = 0; i < x->ndim; i++) {
+        if (i == d) {
+            j.len = x->shape[i];
+            j.xstep = xs[i];
+            j.ystep = ys[i];
+            continue;
+        }
+        oshape[no] = x->shape[i];
+        oxs[no] = xs[i];
+        oys[no++] = ys[i];
+    }
+    s = vector_arg(name, "weight", param(op, args, "weight"), j.compute, j.len, &weight);
+    if (s == TR_OK)
+        s = vector_arg(name, "bias", param(op, args, "bias"), j.compute, j.len, &bias);
+    if (s != TR_OK)
+        goto done;
+    tr__iter_init(&j.lines, no, oshape, 2, sp);
+    j.nlines = tr__iter_count(&j.lines);
+    j.nblocks = (j.len + BLOCK - 1) / BLOCK;
+    j.cached = j.len <= LINE_CACHE;
+    j.direct = j.ystep == (int64_t)tr_dtype_size(j.compute) && y->dtype == j.compute;
+    j.xbase = tr_tensor_data(x);
+    j.xdtype = x->dtype;
+    j.ybase = tr_tensor_data_mut(y);
+    j.ydtype = y->dtype;
+    j.eps = eps_arg ? number(eps_arg) : 0;
+    j.weight = weight;
+    j.bias = bias;
+
+#pragma omp parallel if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
+    {
+        struct work w;
+        bool have = work_alloc(&j, &w);
+
+        if (!have) {
+#pragma omp atomic write
+            failed = true;
+        }
+#pragma omp for schedule(static)
+        for (int64_t l = 0; l < j.nlines; l++) {
+            if (!have)
+                continue;
+            if (j.compute == TR_DTYPE_F32)
+                line_f32(&j, l, &w);
+            else
+                line_f64(&j, l, &w);
+        }
+        if (have)
+            work_free(&w);
+    }
+    if (failed)
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's line buffers", name);
+done:
+    free(weight);
+    free(bias);
+    tr_release(x);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}

@@ -1,0 +1,960 @@
+/*
+ * cpu/reduce.c - the reductions (sum mean prod max min argmax argmin var
+ * std norm all any logsumexp) over any dimensions of a strided tensor, and
+ * cumsum along one dimension.
+ *
+ * A reduction maps each output element to the n values it reduces: the
+ * kept dimensions of x give the element's place (folded, row-major, which
+ * is also the result's order), the reduced dimensions walk its n values in
+ * row-major order.  Those n values are cut into blocks (reduce_impl.h); a
+ * unit of work is one block of one output, read straight from x's strided
+ * (or broadcast) memory into the pass's compute dtype, without a copy of x,
+ * and reduced to a partial; an output's partials are then combined in
+ * block order.  The threads share out the units, but each output's tree
+ * depends on n alone, so the bits are the same for every thread count.
+ * Outputs go CHUNK_UNITS units at a time, which bounds the memory for
+ * partials whatever the shape.
+ *
+ * Compute dtypes: sums, means, products and logsumexp in the result's
+ * (f32 for f16, bf16 and integers that give floats; i64 or u64, wrapping,
+ * for integer sums); max, min, argmax, argmin, all and any in x's; var,
+ * std and norm accumulate in f64 whatever x is, so that squares of large
+ * f32 values do not overflow, and are rounded once to the result's dtype.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reduce_impl.h"
+
+#define BLOCK TR__REDUCE_BLOCK
+/* Units (blocks of outputs) per round: bounds the partials to 1 MiB. */
+#define CHUNK_UNITS 65536
+/* Below this many values a reduction runs on the calling thread. */
+#define PARALLEL_ELEMENTS 32768
+/* Outputs read together when the reduced values are further apart in
+ * memory than neighbouring outputs (a reduction over an outer dimension):
+ * a block of TILE outputs is read row by row, a cache line at a time,
+ * instead of each output walking its own column across thousands of
+ * pages. */
+#define TILE 16
+
+/* A partial or a final result of one output: a value of the pass's compute
+ * dtype and, for argmax and argmin, that value's position among the n. */
+struct acc {
+    union {
+        float f32;
+        double f64;
+        int64_t i64;
+        uint64_t u64;
+    } v;
+    int64_t index;
+};
+
+struct pass;
+
+/* Reduces n compact values of the pass's compute dtype, the first of them
+ * at position `first` of the output's n; param is the output's parameter
+ * for a second pass (a mean, a maximum). */
+typedef void (*leaf_fn)(const struct pass *ps, const void *values, int64_t n, int64_t first,
+                        double param, struct acc *out);
+/* Combines one output's partials (n >= 1), in block order. */
+typedef void (*combine_fn)(const struct acc *parts, int64_t n, struct acc *out);
+
+struct pass {
+    enum tr_dtype compute;
+    leaf_fn leaf;
+    combine_fn combine;
+    double ord; /* norm's order, for the general p-norm */
+};
+
+/* -------------------------------------------------------------- sums */
+
+#define PW_ABS(x, p) fabs(x)
+#define PW_POW(x, p) pow(fabs(x), (p))
+#define PW_ACC32(x, p) ((x).v.f32)
+#define PW_ACC64(x, p) ((x).v.f64)
+
+TR__PAIRWISE(sum_f32, float, float, TR__PW_SAME)
+TR__PAIRWISE(sum_f64, double, double, TR__PW_SAME)
+TR__PAIRWISE(sqdev_f64, double, double, TR__PW_SQDEV)
+TR__PAIRWISE(sumsq_f64, double, double, TR__PW_SQUARE)
+TR__PAIRWISE(abssum_f64, double, double, PW_ABS)
+TR__PAIRWISE(powsum_f64, double, double, PW_POW)
+/* the blocks' sums, by the same tree as the values of a block */
+TR__PAIRWISE(parts_sum_f32, struct acc, float, PW_ACC32)
+TR__PAIRWISE(parts_sum_f64, struct acc, double, PW_ACC64)
+
+/* Integer sums and products wrap (two's complement), so their order does
+ * not matter; i64 values are summed as u64, which is the same bits. */
+static uint64_t sum_u64(const uint64_t *a, int64_t n)
+{
+    uint64_t s = 0;
+
+    for (int64_t i = 0; i < n; i++)
+        s += a[i];
+    return s;
+}
+
+static uint64_t prod_u64(const uint64_t *a, int64_t n)
+{
+    uint64_t s = 1;
+
+    for (int64_t i = 0; i < n; i++)
+        s *= a[i];
+    return s;
+}
+
+#define LEAF(name, field, expr)                                              \
+    static void name(const struct pass *ps, const void *values, int64_t n, int64_t first, \
+                     double param, struct acc *out)                          \
+    {                                                                        \
+        (void)ps;                                                            \
+        (void)first;                                                         \
+        (void)param;                                                         \
+        out->v.field = (expr);                                               \
+    }
+
+LEAF(leaf_sum_f32, f32, sum_f32(values, n, 0))
+LEAF(leaf_sum_f64, f64, sum_f64(values, n, 0))
+LEAF(leaf_sum_int, u64, sum_u64(values, n))
+LEAF(leaf_sqdev_f64, f64, sqdev_f64(values, n, param))
+LEAF(leaf_sumsq_f64, f64, sumsq_f64(values, n, 0))
+LEAF(leaf_abssum_f64, f64, abssum_f64(values, n, 0))
+LEAF(leaf_powsum_f64, f64, powsum_f64(values, n, ps->ord))
+
+/* The sum of e^(x - param): the exponentials of a block first (f32 by the
+ * vectorised exponential that softmax uses too), then their pairwise sum. */
+static void leaf_expsum_f32(const struct pass *ps, const void *values, int64_t n, int64_t first,
+                            double param, struct acc *out)
+{
+    float e[BLOCK];
+
+    (void)ps;
+    (void)first;
+    tr__expf_sub_row(e, values, n, (float)param);
+    out->v.f32 = sum_f32(e, n, 0);
+}
+
+static void leaf_expsum_f64(const struct pass *ps, const void *values, int64_t n, int64_t first,
+                            double param, struct acc *out)
+{
+    const double *a = values;
+    double e[BLOCK];
+
+    (void)ps;
+    (void)first;
+    for (int64_t i = 0; i < n; i++)
+        e[i] = exp(a[i] - param);
+    out->v.f64 = sum_f64(e, n, 0);
+}
+
+static void combine_sum_f32(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.f32 = parts_sum_f32(parts, n, 0);
+}
+
+static void combine_sum_f64(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.f64 = parts_sum_f64(parts, n, 0);
+}
+
+static void combine_sum_int(const struct acc *parts, int64_t n, struct acc *out)
+{
+    uint64_t s = 0;
+
+    for (int64_t i = 0; i < n; i++)
+        s += parts[i].v.u64;
+    out->v.u64 = s;
+}
+
+/* ---------------------------------------------------------- products */
+
+/* Float products run in order: their bits depend on the order, which is
+ * the values' own, then the blocks'. */
+#define PROD_FLOAT(name, T)                                                  \
+    static T name(const T *a, int64_t n)                                     \
+    {                                                                        \
+        T s = 1;                                                             \
+        for (int64_t i = 0; i < n; i++)                                      \
+            s *= a[i];                                                       \
+        return s;                                                            \
+    }
+
+PROD_FLOAT(prod_f32, float)
+PROD_FLOAT(prod_f64, double)
+
+LEAF(leaf_prod_f32, f32, prod_f32(values, n))
+LEAF(leaf_prod_f64, f64, prod_f64(values, n))
+LEAF(leaf_prod_int, u64, prod_u64(values, n))
+
+#define COMBINE_PROD(name, field, T)                                         \
+    static void name(const struct acc *parts, int64_t n, struct acc *out)    \
+    {                                                                        \
+        T s = 1;                                                             \
+        for (int64_t i = 0; i < n; i++)                                      \
+            s *= parts[i].v.field;                                           \
+        out->v.field = s;                                                    \
+    }
+
+COMBINE_PROD(combine_prod_f32, f32, float)
+COMBINE_PROD(combine_prod_f64, f64, double)
+COMBINE_PROD(combine_prod_int, u64, uint64_t)
+
+/* -------------------------------------------------------- max and min */
+
+/* The extreme of n values with NaN winning (the first NaN, payload and
+ * all); of equal values the first.  The NaN test is kept apart from the
+ * comparison so that the loop stays a plain select.  An empty run gives
+ * the identity: -inf for max, +inf for min (only logsumexp asks). */
+#define EXTREME_FLOAT(name, T, CMP, EMPTY)                                   \
+    static T name(const T *a, int64_t n)                                     \
+    {                                                                        \
+        T m;                                                                 \
+        bool nan = false;                                                    \
+        if (n <= 0)                                                          \
+            return (EMPTY);                                                  \
+        m = a[0];                                                            \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            T v = a[i];                                                      \
+            m = v CMP m ? v : m;                                             \
+            nan |= v != v;                                                   \
+        }                                                                    \
+        for (int64_t i = 0; nan && i < n; i++)                               \
+            if (a[i] != a[i])                                                \
+                return a[i];                                                 \
+        return m;                                                            \
+    }
+
+#define EXTREME_INT(name, T, CMP)                                            \
+    static T name(const T *a, int64_t n)                                     \
+    {                                                                        \
+        T m = n > 0 ? a[0] : 0;                                              \
+        for (int64_t i = 1; i < n; i++)                                      \
+            m = a[i] CMP m ? a[i] : m;                                       \
+        return m;                                                            \
+    }
+
+EXTREME_FLOAT(max_f32, float, >, -INFINITY)
+EXTREME_FLOAT(max_f64, double, >, -INFINITY)
+EXTREME_FLOAT(min_f32, float, <, INFINITY)
+EXTREME_FLOAT(min_f64, double, <, INFINITY)
+EXTREME_INT(max_i64, int64_t, >)
+EXTREME_INT(max_u64, uint64_t, >)
+EXTREME_INT(min_i64, int64_t, <)
+EXTREME_INT(min_u64, uint64_t, <)
+
+LEAF(leaf_max_f32, f32, max_f32(values, n))
+LEAF(leaf_max_f64, f64, max_f64(values, n))
+LEAF(leaf_max_i64, i64, max_i64(values, n))
+LEAF(leaf_max_u64, u64, max_u64(values, n))
+LEAF(leaf_min_f32, f32, min_f32(values, n))
+LEAF(leaf_min_f64, f64, min_f64(values, n))
+LEAF(leaf_min_i64, i64, min_i64(values, n))
+LEAF(leaf_min_u64, u64, min_u64(values, n))
+
+/* |x| at its largest, NaN winning: norm's ord = inf. */
+static double absmax_f64(const double *a, int64_t n)
+{
+    double m = 0;
+    bool nan = false;
+
+    for (int64_t i = 0; i < n; i++) {
+        double v = fabs(a[i]);
+        m = v > m ? v : m;
+        nan |= v != v;
+    }
+    return nan ? NAN : m;
+}
+
+LEAF(leaf_absmax_f64, f64, absmax_f64(values, n))
+
+/* The partials in block order by the same rule: the first NaN, else the
+ * first of the extremes. */
+#define COMBINE_EXTREME(name, field, CMP, FLOAT)                             \
+    static void name(const struct acc *parts, int64_t n, struct acc *out)    \
+    {                                                                        \
+        *out = parts[0];                                                     \
+        for (int64_t i = 1; i < n; i++) {                                    \
+            if ((FLOAT) && out->v.field != out->v.field)                     \
+                break;                                                       \
+            if (((FLOAT) && parts[i].v.field != parts[i].v.field) ||         \
+                parts[i].v.field CMP out->v.field)                           \
+                *out = parts[i];                                             \
+        }                                                                    \
+    }
+
+COMBINE_EXTREME(combine_max_f32, f32, >, 1)
+COMBINE_EXTREME(combine_max_f64, f64, >, 1)
+COMBINE_EXTREME(combine_max_i64, i64, >, 0)
+COMBINE_EXTREME(combine_max_u64, u64, >, 0)
+COMBINE_EXTREME(combine_min_f32, f32, <, 1)
+COMBINE_EXTREME(combine_min_f64, f64, <, 1)
+COMBINE_EXTREME(combine_min_i64, i64, <, 0)
+COMBINE_EXTREME(combine_min_u64, u64, <, 0)
+
+/* ------------------------------------------------- argmax and argmin */
+
+/* The position of the first extreme, or of the first NaN. */
+#define ARG_EXTREME(name, field, T, CMP)                                     \
+    static void name(const struct pass *ps, const void *values, int64_t n, int64_t first, \
+                     double param, struct acc *out)                          \
+    {                                                                        \
+        const T *a = values;                                                 \
+        int64_t best = 0;                                                    \
+        T m = a[0];                                                          \
+        (void)ps;                                                            \
+        (void)param;                                                         \
+        for (int64_t i = 1; i < n && m == m; i++) {                          \
+            T v = a[i];                                                      \
+            if (v != v || v CMP m) {                                         \
+                m = v;                                                       \
+                best = i;                                                    \
+            }                                                                \
+        }                                                                    \
+        out->v.field = m;                                                    \
+        out->index = first + best;                                           \
+    }
+
+ARG_EXTREME(leaf_argmax_f32, f32, float, >)
+ARG_EXTREME(leaf_argmax_f64, f64, double, >)
+ARG_EXTREME(leaf_argmax_i64, i64, int64_t, >)
+ARG_EXTREME(leaf_argmax_u64, u64, uint64_t, >)
+ARG_EXTREME(leaf_argmin_f32, f32, float, <)
+ARG_EXTREME(leaf_argmin_f64, f64, double, <)
+ARG_EXTREME(leaf_argmin_i64, i64, int64_t, <)
+ARG_EXTREME(leaf_argmin_u64, u64, uint64_t, <)
+
+/* ------------------------------------------------------- all and any */
+
+#define TRUTH(name, T, ALL)                                                  \
+    static void name(const struct pass *ps, const void *values, int64_t n, int64_t first, \
+                     double param, struct acc *out)                          \
+    {                                                                        \
+        const T *a = values;                                                 \
+        bool r = (ALL);                                                      \
+        (void)ps;                                                            \
+        (void)first;                                                         \
+        (void)param;                                                         \
+        /* stops at the first value that settles it; NaN is true */         \
+        for (int64_t i = 0; i < n && r == (ALL); i++)                        \
+            r = a[i] != 0;                                                   \
+        out->v.u64 = r;                                                      \
+    }
+
+TRUTH(leaf_all_f32, float, true)
+TRUTH(leaf_all_f64, double, true)
+TRUTH(leaf_all_i64, int64_t, true)
+TRUTH(leaf_any_f32, float, false)
+TRUTH(leaf_any_f64, double, false)
+TRUTH(leaf_any_i64, int64_t, false)
+
+static void combine_all(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.u64 = 1;
+    for (int64_t i = 0; i < n; i++)
+        out->v.u64 &= parts[i].v.u64;
+}
+
+static void combine_any(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.u64 = 0;
+    for (int64_t i = 0; i < n; i++)
+        out->v.u64 |= parts[i].v.u64;
+}
+
+/* ------------------------------------------------------------- plans */
+
+/* x seen as outputs x reduced values. */
+struct plan {
+    const char *base;
+    enum tr_dtype dtype;
+    struct tr__iter kept;    /* one operand: x's byte strides */
+    struct tr__iter reduced;
+    int64_t nout, n, nblocks;
+    bool tiled;              /* read TILE outputs at a time (see TILE) */
+};
+
+/* The value of item k of a dims argument (an int list given either way). */
+static int64_t dims_item(const struct tr_arg *a, size_t k)
+{
+    return a->items ? a->items[k].value.integer : a->value.items[k].integer;
+}
+
+/* flags[d] for each dimension that dims (an int, a list, None or absent)
+ * names; the op table's rule has checked them. */
+static tr_status dims_flags(const char *name, const struct tr_arg *dims, int ndim, bool *flags)
+{
+    size_t count = dims && dims->value.kind == TR_VALUE_LIST ? dims->value.count : 1;
+
+    memset(flags, 0, TR_MAX_DIMS * sizeof *flags);
+    if (!dims || (dims->value.kind == TR_VALUE_NONE && !dims->tensor)) {
+        for (int d = 0; d < ndim; d++)
+            flags[d] = true;
+        return TR_OK;
+    }
+    if (ndim == 0)
+        return TR_OK; /* a scalar's dim 0 or -1: nothing to walk */
+    for (size_t k = 0; k < count; k++) {
+        int64_t v = dims->value.kind == TR_VALUE_LIST ? dims_item(dims, k) : dims->value.integer;
+        int d;
+        TR_RETURN_ERROR_IF(v < INT32_MIN || v > INT32_MAX, TR_ERR_INDEX,
+                           "%s: dim %lld is out of range", name, (long long)v);
+        TR_FORWARD_IF_ERROR(tr__normalize_dim(name, (int)v, ndim, &d));
+        flags[d] = true;
+    }
+    return TR_OK;
+}
+
+static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *flags)
+{
+    int64_t strides[TR_MAX_DIMS], kshape[TR_MAX_DIMS], kstrides[TR_MAX_DIMS];
+    int64_t rshape[TR_MAX_DIMS], rstrides[TR_MAX_DIMS];
+    const int64_t *sp;
+    int nk = 0, nr = 0;
+
+    tr__byte_strides(x, strides);
+    for (int d = 0; d < x->ndim; d++) {
+        if (flags[d]) {
+            rshape[nr] = x->shape[d];
+            rstrides[nr++] = strides[d];
+        } else {
+            kshape[nk] = x->shape[d];
+            kstrides[nk++] = strides[d];
+        }
+    }
+    sp = kstrides;
+    tr__iter_init(&p->kept, nk, kshape, 1, &sp);
+    sp = rstrides;
+    tr__iter_init(&p->reduced, nr, rshape, 1, &sp);
+    p->nout = tr__iter_count(&p->kept);
+    p->n = tr__iter_count(&p->reduced);
+    p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
+    p->base = tr_tensor_data(x);
+    p->dtype = x->dtype;
+    {
+        int64_t rstep = llabs(p->reduced.strides[0][p->reduced.ndim - 1]);
+        int64_t kstep = llabs(p->kept.strides[0][p->kept.ndim - 1]);
+        p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(x->dtype) &&
+                   kstep < rstep;
+    }
+}
+
+/* Values [first, first + n) of nt outputs (at byte offsets offs from
+ * base), as raw items: output q's at raw + q * BLOCK items.  Each reduced
+ * position is read for all nt outputs before the next. */
+#define GATHER_TILE(T)                                                       \
+    for (int64_t r = 0; r < run; r++)                                        \
+        for (int q = 0; q < nt; q++)                                         \
+            memcpy(raw + ((int64_t)q * BLOCK + done + r) * (int64_t)sizeof(T), \
+                   src + offs[q] + r * step, sizeof(T))
+
+static void gather_tile(const struct tr__iter *it, const char *base, const int64_t *offs, int nt,
+                        int64_t first, int64_t n, size_t size, char *raw)
+{
+    int last = it->ndim - 1;
+    int64_t len = it->shape[last], step = it->strides[0][last];
+    int64_t row = first / len, col = first % len, done = 0, off[TR__ITER_MAX_OPS];
+
+    while (done < n) {
+        int64_t run = len - col < n - done ? len - col : n - done;
+        const char *src;
+        tr__iter_row_offsets(it, row, off);
+        src = base + off[0] + col * step;
+        switch (size) {
+        case 1: GATHER_TILE(uint8_t); break;
+        case 2: GATHER_TILE(uint16_t); break;
+        case 4: GATHER_TILE(uint32_t); break;
+        default: GATHER_TILE(uint64_t); break;
+        }
+        done += run;
+        row++;
+        col = 0;
+    }
+}
+
+/*
+ * One pass over outputs o0 .. o0 + cnt - 1: accs[o - o0] receives each
+ * output's result.  parts has room for cnt * nblocks partials (unused when
+ * there is one block); params, when not NULL, holds each output's
+ * parameter.  A unit of work is one block of one output, or of a tile of
+ * TILE outputs; units are taken block-major, so that neighbouring outputs
+ * read neighbouring memory.  Either way every output's leaf sees the same
+ * values.  False when a thread's tile buffer cannot be had.
+ */
+static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, int64_t cnt,
+                     const double *params, struct acc *parts, struct acc *accs)
+{
+    int64_t nb = p->nblocks, per_block = p->tiled ? (cnt + TILE - 1) / TILE : cnt;
+    int64_t units = per_block * nb, csize = (int64_t)tr_dtype_size(ps->compute);
+    size_t size = tr_dtype_size(p->dtype);
+    bool failed = false;
+
+#pragma omp parallel if (cnt * p->n > PARALLEL_ELEMENTS)
+    {
+        _Alignas(64) char buf[BLOCK * 8];
+        char *raw = p->tiled ? malloc(TILE * BLOCK * size) : NULL;
+
+        if (p->tiled && !raw) {
+#pragma omp atomic write
+            failed = true;
+        }
+#pragma omp for schedule(static)
+        for (int64_t u = 0; u < units; u++) {
+            int64_t j = nb == 1 ? 0 : u / per_block, first = j * BLOCK;
+            int64_t m = p->n - first < BLOCK ? p->n - first : BLOCK, off[TILE];
+            int64_t o = nb == 1 ? u : u % per_block;
+            int nt = 1;
+            const void *values;
+
+            if (!p->tiled) {
+                tr__iter_offsets(&p->kept, o0 + o, off);
+                values = tr__walk_block(&p->reduced, p->base + off[0], p->dtype, first, m, buf,
+                                        ps->compute);
+                ps->leaf(ps, values, m, first, params ? params[o] : 0,
+                         nb == 1 ? &accs[o] : &parts[o * nb + j]);
+                continue;
+            }
+            if (!raw)
+                continue;
+            o *= TILE;
+            nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
+            for (int q = 0; q < nt; q++)
+                tr__iter_offsets(&p->kept, o0 + o + q, &off[q]);
+            gather_tile(&p->reduced, p->base, off, nt, first, m, size, raw);
+            for (int q = 0; q < nt; q++) {
+                const char *row = raw + (int64_t)q * BLOCK * (int64_t)size;
+                if (p->dtype == ps->compute) {
+                    values = row;
+                } else {
+                    tr__cpu_cast_row(buf, csize, ps->compute, row, (int64_t)size, p->dtype, m);
+                    values = buf;
+                }
+                ps->leaf(ps, values, m, first, params ? params[o + q] : 0,
+                         nb == 1 ? &accs[o + q] : &parts[(o + q) * nb + j]);
+            }
+        }
+        free(raw);
+        if (nb > 1) {
+#pragma omp for schedule(static)
+            for (int64_t k = 0; k < cnt; k++)
+                ps->combine(parts + k * nb, nb, &accs[k]);
+        }
+    }
+    return !failed;
+}
+
+/* --------------------------------------------------------- the kernel */
+
+enum kind {
+    K_SUM, K_MEAN, K_PROD, K_MAX, K_MIN, K_ARGMAX, K_ARGMIN, K_VAR, K_STD, K_NORM,
+    K_ALL, K_ANY, K_LOGSUMEXP
+};
+
+static const char *const kind_names[] = {
+    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm",
+    "all", "any", "logsumexp",
+};
+
+/* The argument for the parameter called name, or NULL. */
+static const struct tr_arg *param(const struct tr__op *op, const struct tr_arg *args,
+                                  const char *name)
+{
+    for (int i = 0; i < op->info.nparams; i++)
+        if (strcmp(op->info.params[i].name, name) == 0)
+            return &args[i];
+    return NULL;
+}
+
+static double number(const struct tr_arg *a)
+{
+    const struct tr_value *v = &a->value;
+
+    return v->kind == TR_VALUE_INT ? (double)v->integer
+           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
+                                      : v->number;
+}
+
+/* Picks by compute dtype: f32, f64, i64 (also bool), u64. */
+#define BY_DTYPE(c, a, b, i, u)                                              \
+    ((c) == TR_DTYPE_F32 ? (a) : (c) == TR_DTYPE_F64 ? (b) : (c) == TR_DTYPE_U64 ? (u) : (i))
+
+/* The first pass of each kind; `compute` is its compute dtype. */
+static struct pass first_pass(enum kind k, enum tr_dtype compute, double ord)
+{
+    struct pass ps = {compute, NULL, NULL, ord};
+    enum tr_dtype c = compute;
+
+    switch (k) {
+    case K_SUM:
+    case K_MEAN:
+        ps.leaf = BY_DTYPE(c, leaf_sum_f32, leaf_sum_f64, leaf_sum_int, leaf_sum_int);
+        ps.combine = BY_DTYPE(c, combine_sum_f32, combine_sum_f64, combine_sum_int,
+                              combine_sum_int);
+        break;
+    case K_PROD:
+        ps.leaf = BY_DTYPE(c, leaf_prod_f32, leaf_prod_f64, leaf_prod_int, leaf_prod_int);
+        ps.combine = BY_DTYPE(c, combine_prod_f32, combine_prod_f64, combine_prod_int,
+                              combine_prod_int);
+        break;
+    case K_MAX:
+    case K_LOGSUMEXP:
+        ps.leaf = BY_DTYPE(c, leaf_max_f32, leaf_max_f64, leaf_max_i64, leaf_max_u64);
+        ps.combine = BY_DTYPE(c, combine_max_f32, combine_max_f64, combine_max_i64,
+                              combine_max_u64);
+        break;
+    case K_MIN:
+        ps.leaf = BY_DTYPE(c, leaf_min_f32, leaf_min_f64, leaf_min_i64, leaf_min_u64);
+        ps.combine = BY_DTYPE(c, combine_min_f32, combine_min_f64, combine_min_i64,
+                              combine_min_u64);
+        break;
+    case K_ARGMAX:
+        ps.leaf = BY_DTYPE(c, leaf_argmax_f32, leaf_argmax_f64, leaf_argmax_i64,
+                           leaf_argmax_u64);
+        ps.combine = BY_DTYPE(c, combine_max_f32, combine_max_f64, combine_max_i64,
+                              combine_max_u64);
+        break;
+    case K_ARGMIN:
+        ps.leaf = BY_DTYPE(c, leaf_argmin_f32, leaf_argmin_f64, leaf_argmin_i64,
+                           leaf_argmin_u64);
+        ps.combine = BY_DTYPE(c, combine_min_f32, combine_min_f64, combine_min_i64,
+                              combine_min_u64);
+        break;
+    case K_VAR:
+    case K_STD:
+        ps.leaf = leaf_sum_f64;
+        ps.combine = combine_sum_f64;
+        break;
+    case K_NORM:
+        ps.combine = combine_sum_f64;
+        if (isinf(ord)) {
+            ps.leaf = leaf_absmax_f64;
+            ps.combine = combine_max_f64;
+        } else if (ord == 1) {
+            ps.leaf = leaf_abssum_f64;
+        } else if (ord == 2) {
+            ps.leaf = leaf_sumsq_f64;
+        } else {
+            ps.leaf = leaf_powsum_f64;
+        }
+        break;
+    case K_ALL:
+        ps.leaf = BY_DTYPE(c, leaf_all_f32, leaf_all_f64, leaf_all_i64, leaf_all_i64);
+        ps.combine = combine_all;
+        break;
+    case K_ANY:
+        ps.leaf = BY_DTYPE(c, leaf_any_f32, leaf_any_f64, leaf_any_i64, leaf_any_i64);
+        ps.combine = combine_any;
+        break;
+    }
+    return ps;
+}
+
+/* The dtype the values are read in, and the dtype of the finished values
+ * before they are stored as the result's dtype. */
+static void compute_dtypes(enum kind k, enum tr_dtype x, enum tr_dtype y, enum tr_dtype *in,
+                           enum tr_dtype *fin)
+{
+    switch (k) {
+    case K_MAX:
+    case K_MIN:
+    case K_ARGMAX:
+    case K_ARGMIN:
+    case K_ALL:
+    case K_ANY:
+        *in = tr__compute_dtype(x);
+        break;
+    case K_VAR:
+    case K_STD:
+    case K_NORM:
+        *in = TR_DTYPE_F64;
+        break;
+    default:
+        *in = tr__compute_dtype(y);
+        break;
+    }
+    *fin = k == K_ARGMAX || k == K_ARGMIN ? TR_DTYPE_I64
+           : k == K_ALL || k == K_ANY     ? TR_DTYPE_BOOL
+                                          : *in;
+}
+
+/* Writes output o's finished value (dtype fin) at vals. */
+static void finish(enum kind k, enum tr_dtype in, const struct acc *a, int64_t n, double param,
+                   double ord, int64_t correction, char *vals)
+{
+    double d;
+    float f;
+
+    switch (k) {
+    case K_MEAN:
+        if (in == TR_DTYPE_F32) {
+            f = a->v.f32 / (float)n;
+            memcpy(vals, &f, sizeof f);
+        } else {
+            d = a->v.f64 / (double)n;
+            memcpy(vals, &d, sizeof d);
+        }
+        return;
+    case K_ARGMAX:
+    case K_ARGMIN:
+        memcpy(vals, &a->index, sizeof a->index);
+        return;
+    case K_ALL:
+    case K_ANY:
+        *vals = (char)(a->v.u64 != 0);
+        return;
+    case K_VAR:
+    case K_STD:
+        /* PyTorch's divisor: N - correction, or 0 when that is not
+         * positive (giving inf, or NaN for 0 / 0) */
+        d = a->v.f64 / (n > correction ? (double)(n - correction) : 0.0);
+        if (k == K_STD)
+            d = sqrt(d);
+        memcpy(vals, &d, sizeof d);
+        return;
+    case K_NORM:
+        d = a->v.f64;
+        if (ord == 2)
+            d = sqrt(d);
+        else if (!isinf(ord) && ord != 1)
+            d = pow(d, 1.0 / ord);
+        memcpy(vals, &d, sizeof d);
+        return;
+    case K_LOGSUMEXP:
+        /* log(sum(exp(x - m))) + m, m the maximum unless it is infinite:
+         * then 0, so that inf - inf never happens (PyTorch's rule) */
+        if (in == TR_DTYPE_F32) {
+            f = logf(a->v.f32) + (float)param;
+            memcpy(vals, &f, sizeof f);
+        } else {
+            d = log(a->v.f64) + param;
+            memcpy(vals, &d, sizeof d);
+        }
+        return;
+    default:
+        memcpy(vals, &a->v, tr_dtype_size(in));
+        return;
+    }
+}
+
+static enum kind kind_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
+        if (strcmp(kind_names[i], name) == 0)
+            return (enum kind)i;
+    return K_SUM;
+}
+
+tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    enum kind k = kind_of(name);
+    const struct tr_arg *ord_arg = param(op, args, "ord"), *corr = param(op, args, "correction");
+    double ord = ord_arg ? number(ord_arg) : 2;
+    int64_t correction = corr ? corr->value.integer : 0;
+    bool two_pass = k == K_VAR || k == K_STD || k == K_LOGSUMEXP;
+    struct tr_tensor *x, *y = NULL;
+    enum tr_dtype in, fin;
+    struct pass ps;
+    struct plan p;
+    bool flags[TR_MAX_DIMS];
+    int64_t cnt, done_outputs = 0;
+    size_t fin_size;
+    struct acc *accs = NULL, *parts = NULL;
+    double *params = NULL;
+    char *vals = NULL, *ydata;
+    tr_status s;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    s = dims_flags(name, param(op, args, "dim"), x->ndim, flags);
+    if (s == TR_OK) {
+        y = tr__result(out, x->storage->device);
+        if (!y)
+            s = tr_last_status();
+    }
+    if (s != TR_OK)
+        goto done;
+    plan_init(&p, x, flags);
+    if (p.nout == 0)
+        goto done;
+    ydata = tr_tensor_data_mut(y);
+    if ((k == K_ARGMAX || k == K_ARGMIN) && p.n == 0) {
+        s = tr__set_error(TR_ERR_SHAPE, "%s: the tensor has no elements to take the %s of",
+                          name, name);
+        goto done;
+    }
+    compute_dtypes(k, x->dtype, y->dtype, &in, &fin);
+    ps = first_pass(k, in, ord);
+    fin_size = tr_dtype_size(fin);
+    cnt = CHUNK_UNITS / p.nblocks;
+    cnt = cnt < 1 ? 1 : cnt > p.nout ? p.nout : cnt;
+    accs = malloc((size_t)cnt * sizeof *accs);
+    vals = malloc((size_t)cnt * fin_size);
+    params = two_pass ? malloc((size_t)cnt * sizeof *params) : NULL;
+    parts = p.nblocks > 1 ? malloc((size_t)(cnt * p.nblocks) * sizeof *parts) : NULL;
+    if (!accs || !vals || (two_pass && !params) || (p.nblocks > 1 && !parts)) {
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for the partial results", name);
+        goto done;
+    }
+    for (int64_t o0 = 0; o0 < p.nout; o0 += cnt) {
+        int64_t c = p.nout - o0 < cnt ? p.nout - o0 : cnt;
+        if (!run_pass(&p, &ps, o0, c, NULL, parts, accs))
+            break;
+        if (two_pass) {
+            struct pass second = ps;
+            for (int64_t o = 0; o < c; o++) {
+                double m = in == TR_DTYPE_F32 ? accs[o].v.f32 : accs[o].v.f64;
+                if (k == K_LOGSUMEXP)
+                    params[o] = isinf(m) ? 0 : m;
+                else
+                    params[o] = m / (double)p.n; /* the mean, for the deviations */
+            }
+            if (k == K_LOGSUMEXP) {
+                second.leaf = in == TR_DTYPE_F32 ? leaf_expsum_f32 : leaf_expsum_f64;
+                second.combine = in == TR_DTYPE_F32 ? combine_sum_f32 : combine_sum_f64;
+            } else {
+                second.leaf = leaf_sqdev_f64;
+            }
+            if (!run_pass(&p, &second, o0, c, params, parts, accs))
+                break;
+        }
+        for (int64_t o = 0; o < c; o++)
+            finish(k, in, &accs[o], p.n, params ? params[o] : 0, ord, correction,
+                   vals + o * (int64_t)fin_size);
+        tr__cpu_cast_row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
+                         (int64_t)tr_dtype_size(y->dtype), y->dtype, vals, (int64_t)fin_size,
+                         fin, c);
+        done_outputs = o0 + c;
+    }
+    if (done_outputs < p.nout)
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's buffers", name);
+done:
+    free(accs);
+    free(parts);
+    free(params);
+    free(vals);
+    tr_release(x);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+/* ------------------------------------------------------------- cumsum */
+
+/* The running sum of n values with the carry from the blocks before;
+ * floats accumulate in f64 (as PyTorch's CPU cumsum does), integers wrap. */
+static void scan_f64(double *a, int64_t n, double *carry)
+{
+    double s = *carry;
+
+    for (int64_t i = 0; i < n; i++) {
+        s += a[i];
+        a[i] = s;
+    }
+    *carry = s;
+}
+
+static void scan_u64(uint64_t *a, int64_t n, uint64_t *carry)
+{
+    uint64_t s = *carry;
+
+    for (int64_t i = 0; i < n; i++) {
+        s += a[i];
+        a[i] = s;
+    }
+    *carry = s;
+}
+
+/* The running sum along one dimension: each line (every index of the
+ * other dimensions) is scanned in order by one thread; lines are shared
+ * out.  A single line is scanned by one thread alone. */
+tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
+        oys[TR_MAX_DIMS];
+    const int64_t *sp[2] = {oxs, oys};
+    struct tr_tensor *x, *y = NULL;
+    struct tr__iter lines;
+    enum tr_dtype compute;
+    int64_t len = 1, xstep = 0, ystep = 0, nlines;
+    const char *xbase;
+    char *ybase;
+    int d = 0, no = 0;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    if (x->ndim > 0)
+        s = tr__normalize_dim(name, (int)args[1].value.integer, x->ndim, &d);
+    if (s == TR_OK) {
+        y = tr__result(out, x->storage->device);
+        if (!y)
+            s = tr_last_status();
+    }
+    if (s != TR_OK || tr_tensor_numel(y) == 0)
+        goto done;
+    compute = tr_dtype_is_float(y->dtype) ? TR_DTYPE_F64 : tr__compute_dtype(y->dtype);
+    tr__byte_strides(x, xs);
+    tr__byte_strides(y, ys);
+    for (int i = 0; i < x->ndim; i++) {
+        if (i == d) {
+            len = x->shape[i];
+            xstep = xs[i];
+            ystep = ys[i];
+            continue;
+        }
+        oshape[no] = x->shape[i];
+        oxs[no] = xs[i];
+        oys[no++] = ys[i];
+    }
+    tr__iter_init(&lines, no, oshape, 2, sp);
+    nlines = tr__iter_count(&lines);
+    xbase = tr_tensor_data(x);
+    ybase = tr_tensor_data_mut(y);
+
+#pragma omp parallel if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
+    {
+        _Alignas(64) char buf[BLOCK * 8];
+
+#pragma omp for schedule(static)
+        for (int64_t l = 0; l < nlines; l++) {
+            int64_t off[2];
+            double fcarry = 0;
+            uint64_t icarry = 0;
+
+            tr__iter_offsets(&lines, l, off);
+            for (int64_t first = 0; first < len; first += BLOCK) {
+                int64_t m = len - first < BLOCK ? len - first : BLOCK;
+                tr__cpu_cast_row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
+                                 x->dtype, m);
+                if (compute == TR_DTYPE_F64)
+                    scan_f64((double *)(void *)buf, m, &fcarry);
+                else
+                    scan_u64((uint64_t *)(void *)buf, m, &icarry);
+                tr__cpu_cast_row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
+                                 compute, m);
+            }
+        }
+    }
+done:
+    tr_release(x);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}

@@ -1,0 +1,224 @@
+/*
+ * cpu/reduce_impl.h - what the reductions (reduce.c) and the neural ops
+ * (nn.c) share: the fixed summation tree whose bits do not depend on the
+ * thread count, and strided walks that read values a block at a time.
+ *
+ * The tree, once for both files.  A sum over n values is cut into blocks
+ * of TR__REDUCE_BLOCK values from the first one; each block is summed by
+ * TR__PAIRWISE, and the blocks' sums are summed by TR__PAIRWISE again, in
+ * block order.  Which thread computes which block never changes a bit,
+ * and a sum that nn.c computes along a line is the same tree, and so the
+ * same bits, as the reduction op over that one dimension (layer_norm's
+ * mean is mean(x, -1), l2_normalize's norm is norm(x, dim)).
+ */
+#ifndef TR_CPU_REDUCE_IMPL_H
+#define TR_CPU_REDUCE_IMPL_H
+
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "../kernel_impl.h"
+
+/* Values per block of a reduction: a block of f64 values (32 KiB) stays in
+ * the L1/L2 cache while it is summed. */
+#define TR__REDUCE_BLOCK 4096
+
+/*
+ * static ACC name(const IN *a, int64_t n, ACC p): the sum of F(a[i], p)
+ * for i < n, pairwise, as NumPy sums: fewer than 8 terms are added in
+ * order (0 for none); up to 128 go into eight interleaved partial sums
+ * (the compiler vectorises that loop) combined as ((0+1)+(2+3))+((4+5)+(6+7))
+ * with the remainder added in order; longer runs are halved, the first half
+ * a multiple of 8, and the halves' sums added.  The error is O(log n)
+ * roundings, not the O(n) of a running sum.  F is a macro of the value and
+ * the parameter p (a mean to subtract, a maximum, an exponent).
+ */
+#define TR__PAIRWISE(name, IN, ACC, F)                                       \
+    static ACC name(const IN *a, int64_t n, ACC p)                           \
+    {                                                                        \
+        ACC s, r[8];                                                         \
+        int64_t i, h;                                                        \
+        (void)p;                                                             \
+        if (n < 8) {                                                         \
+            if (n <= 0)                                                      \
+                return 0;                                                    \
+            s = F(a[0], p);                                                  \
+            for (i = 1; i < n; i++)                                          \
+                s += F(a[i], p);                                             \
+            return s;                                                        \
+        }                                                                    \
+        if (n <= 128) {                                                      \
+            for (int k = 0; k < 8; k++)                                      \
+                r[k] = F(a[k], p);                                           \
+            for (i = 8; i + 8 <= n; i += 8)                                  \
+                for (int k = 0; k < 8; k++)                                  \
+                    r[k] += F(a[i + k], p);                                  \
+            s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+            for (; i < n; i++)                                               \
+                s += F(a[i], p);                                             \
+            return s;                                                        \
+        }                                                                    \
+        h = n / 2;                                                           \
+        h -= h % 8;                                                          \
+        return name(a, h, p) + name(a + h, n - h, p);                        \
+    }
+
+/* The usual transforms for TR__PAIRWISE. */
+#define TR__PW_SAME(x, p) (x)
+#define TR__PW_SQUARE(x, p) ((x) * (x))
+#define TR__PW_SQDEV(x, p) (((x) - (p)) * ((x) - (p)))
+
+/*
+ * e^x in f32 by Cephes' polynomial, a row at a time: libm's expf is a call
+ * per value, and softmax spends most of its time there.  x = k ln2 + r
+ * with |r| <= ln2/2 (ln2 in two parts, so k ln2 is exact), e^r by a
+ * degree-6 polynomial, 2^k built in the exponent bits in two factors so
+ * that results down to the smallest subnormal round once.  Within 2 ulp
+ * of e^x (tested); 0 below -104, inf above 88.73, NaN kept.
+ *
+ * tr__expf is the scalar form; tr__expf_sub_row runs four values at a time
+ * with SSE2 (the x86-64 baseline) doing the very same IEEE operations in
+ * the same order, max and min included, so every value has the same bits
+ * whichever form computes it (and -ffp-contract=off keeps the compiler
+ * from fusing any of them).
+ */
+#define TR__EXP_LO -104.0f
+#define TR__EXP_HI 88.73f
+#define TR__EXP_LOG2E 1.44269504088896341f
+#define TR__EXP_ROUND 12582912.0f /* 1.5 * 2^23: adding and subtracting it rounds */
+#define TR__EXP_C1 0.693359375f
+#define TR__EXP_C2 -2.12194440e-4f
+#define TR__EXP_P0 1.9875691500e-4f
+#define TR__EXP_P1 1.3981999507e-3f
+#define TR__EXP_P2 8.3334519073e-3f
+#define TR__EXP_P3 4.1665795894e-2f
+#define TR__EXP_P4 1.6666665459e-1f
+#define TR__EXP_P5 5.0000001201e-1f
+
+static inline float tr__expf(float x)
+{
+    /* clamped as SSE's maxps and minps do: a NaN becomes TR__EXP_LO here,
+     * and the result is x itself at the end */
+    float c = x > TR__EXP_LO ? x : TR__EXP_LO;
+    float kf, r, p, s1, s2;
+    int32_t k, k1, k2;
+    uint32_t b1, b2;
+
+    c = c < TR__EXP_HI ? c : TR__EXP_HI;
+    kf = (c * TR__EXP_LOG2E + TR__EXP_ROUND) - TR__EXP_ROUND;
+    r = (c - kf * TR__EXP_C1) - kf * TR__EXP_C2;
+    k = (int32_t)kf;
+    k1 = k / 2;
+    k2 = k - k1;
+    b1 = (uint32_t)(k1 + 127) << 23;
+    b2 = (uint32_t)(k2 + 127) << 23;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    p = TR__EXP_P0;
+    p = p * r + TR__EXP_P1;
+    p = p * r + TR__EXP_P2;
+    p = p * r + TR__EXP_P3;
+    p = p * r + TR__EXP_P4;
+    p = p * r + TR__EXP_P5;
+    p = (p * r * r + r) + 1.0f;
+    return x != x ? x : p * s1 * s2;
+}
+
+/* y[i] = e^(x[i] - sub) for i < n; y may be x. */
+static inline void tr__expf_sub_row(float *y, const float *x, int64_t n, float sub)
+{
+    int64_t i = 0;
+
+#if defined(__SSE2__)
+    const __m128 vsub = _mm_set1_ps(sub), lo = _mm_set1_ps(TR__EXP_LO);
+    const __m128 hi = _mm_set1_ps(TR__EXP_HI), log2e = _mm_set1_ps(TR__EXP_LOG2E);
+    const __m128 round = _mm_set1_ps(TR__EXP_ROUND), c1 = _mm_set1_ps(TR__EXP_C1);
+    const __m128 c2 = _mm_set1_ps(TR__EXP_C2), one = _mm_set1_ps(1.0f);
+    const __m128i bias = _mm_set1_epi32(127);
+
+    for (; i + 4 <= n; i += 4) {
+        __m128 v = _mm_sub_ps(_mm_loadu_ps(x + i), vsub);
+        __m128 nan = _mm_cmpunord_ps(v, v);
+        __m128 c = _mm_min_ps(_mm_max_ps(v, lo), hi);
+        __m128 kf = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(c, log2e), round), round);
+        __m128 r = _mm_sub_ps(_mm_sub_ps(c, _mm_mul_ps(kf, c1)), _mm_mul_ps(kf, c2));
+        __m128i k = _mm_cvttps_epi32(kf);
+        /* k / 2 rounded toward zero, as C divides */
+        __m128i k1 = _mm_srai_epi32(_mm_add_epi32(k, _mm_srli_epi32(k, 31)), 1);
+        __m128i k2 = _mm_sub_epi32(k, k1);
+        __m128 s1 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k1, bias), 23));
+        __m128 s2 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k2, bias), 23));
+        __m128 p = _mm_set1_ps(TR__EXP_P0);
+        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P1));
+        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P2));
+        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P3));
+        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P4));
+        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P5));
+        p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_mul_ps(p, r), r), r), one);
+        p = _mm_mul_ps(_mm_mul_ps(p, s1), s2);
+        _mm_storeu_ps(y + i, _mm_or_ps(_mm_and_ps(nan, v), _mm_andnot_ps(nan, p)));
+    }
+#endif
+    for (; i < n; i++)
+        y[i] = tr__expf(x[i] - sub);
+}
+
+/* The byte offset of every operand of it at element `index` of its whole
+ * index space (row-major over all its folded dimensions). */
+static inline void tr__iter_offsets(const struct tr__iter *it, int64_t index, int64_t *offsets)
+{
+    for (int k = 0; k < it->nops; k++)
+        offsets[k] = 0;
+    for (int d = it->ndim - 1; d >= 0 && index > 0; d--) {
+        int64_t i = index % it->shape[d];
+        index /= it->shape[d];
+        for (int k = 0; k < it->nops; k++)
+            offsets[k] += i * it->strides[k][d];
+    }
+}
+
+static inline int64_t tr__iter_count(const struct tr__iter *it)
+{
+    return tr__iter_rows(it) * it->shape[it->ndim - 1];
+}
+
+/*
+ * Elements [first, first + n) of the walk it (one operand: a strided view
+ * folded by tr__iter_init, elements in row-major order) from base, as n
+ * compact values of dtype `to`: a pointer into the source itself when it
+ * already is such a run, else the values converted into buf.
+ */
+static inline const void *tr__walk_block(const struct tr__iter *it, const char *base,
+                                         enum tr_dtype from, int64_t first, int64_t n,
+                                         char *buf, enum tr_dtype to)
+{
+    int last = it->ndim - 1;
+    int64_t len = it->shape[last], step = it->strides[0][last];
+    /* no division for the first block, the only one of most reductions */
+    int64_t row = first && len ? first / len : 0, col = first && len ? first % len : 0;
+    int64_t off[TR__ITER_MAX_OPS];
+    size_t size = tr_dtype_size(to);
+    char *dst = buf;
+
+    if (n <= 0)
+        return buf;
+    if (from == to && step == (int64_t)size && col + n <= len) {
+        tr__iter_row_offsets(it, row, off);
+        return base + off[0] + col * step;
+    }
+    while (n > 0) {
+        int64_t run = len - col < n ? len - col : n;
+        tr__iter_row_offsets(it, row, off);
+        tr__cpu_cast_row(dst, (int64_t)size, to, base + off[0] + col * step, step, from, run);
+        dst += run * (int64_t)size;
+        n -= run;
+        row++;
+        col = 0;
+    }
+    return buf;
+}
+
+#endif /* TR_CPU_REDUCE_IMPL_H */

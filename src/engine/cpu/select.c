@@ -1,0 +1,732 @@
+/*
+ * cpu/select.c - choosing and moving elements: topk, sort, argsort,
+ * gather, index_select, concat, stack; and the symmetric i8
+ * quantisation, quantize and dequantize.
+ *
+ * Sorting is stable and puts NaN last in ascending and first in
+ * descending order (SPEC.md section 8): each value becomes a 64-bit key
+ * whose unsigned order is the wanted order (NaN above +inf, -0 equal to
+ * +0, all bits inverted for descending), and the keys are merge-sorted
+ * with their indices, so that equal keys keep their index order.
+ */
+#include <math.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "../kernel_impl.h"
+
+/* the prototypes of the kernels, as dispatch.c declares them */
+#define KERNEL(name, fn)                                                     \
+    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
+                 struct tr_tensor **);
+#include "../kernels.def"
+#undef KERNEL
+
+/* Values read and converted at a time. */
+#define BLOCK 2048
+/* Elements below which a loop is not worth the threads. */
+#define PARALLEL_ELEMENTS 32768
+/* topk keeps its k best in a sorted array up to this k, else sorts all. */
+#define PARTIAL_K 128
+
+static int threads_for(bool parallel)
+{
+#ifdef _OPENMP
+    return parallel ? omp_get_max_threads() : 1;
+#else
+    (void)parallel;
+    return 1;
+#endif
+}
+
+static int thread_index(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
+ * and -1). */
+static int dim_of(int64_t dim, int ndim)
+{
+    int n = ndim > 0 ? ndim : 1;
+
+    return (int)(dim < 0 ? dim + n : dim);
+}
+
+/* Copies one element of size bytes. */
+static inline void copy_item(char *dst, const char *src, size_t size)
+{
+    switch (size) {
+    case 1: memcpy(dst, src, 1); break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    default: memcpy(dst, src, 8); break;
+    }
+}
+
+static tr_status give(struct tr_tensor **made, int n, tr_status s, struct tr_tensor **results)
+{
+    for (int i = 0; i < n; i++) {
+        if (s != TR_OK)
+            tr_release(made[i]);
+        else
+            results[i] = made[i];
+    }
+    return s;
+}
+
+/* ----------------------------------------------------------------- sort */
+
+struct entry {
+    uint64_t key;
+    int64_t index;
+};
+
+/* The dtype a row is read in to make keys: f64 holds every float exactly,
+ * i64 and u64 every integer. */
+static enum tr_dtype key_dtype(enum tr_dtype d)
+{
+    return tr_dtype_is_float(d) ? TR_DTYPE_F64 : tr__compute_dtype(d);
+}
+
+/* Keys whose unsigned order is ascending order, NaN last; inverted for
+ * descending order, NaN first. */
+static void make_keys(uint64_t *keys, const char *values, enum tr_dtype kd, int64_t n,
+                      bool descending)
+{
+    uint64_t flip = descending ? UINT64_MAX : 0;
+
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t k;
+        if (kd == TR_DTYPE_F64) {
+            double v = ((const double *)(const void *)values)[i];
+            if (v != v) {
+                k = UINT64_MAX;
+            } else {
+                if (v == 0)
+                    v = 0.0; /* -0 sorts as +0: they are equal */
+                memcpy(&k, &v, sizeof k);
+                k = k >> 63 ? ~k : k | (UINT64_C(1) << 63);
+            }
+        } else if (kd == TR_DTYPE_I64) {
+            k = (uint64_t)((const int64_t *)(const void *)values)[i] ^ (UINT64_C(1) << 63);
+        } else {
+            k = ((const uint64_t *)(const void *)values)[i];
+        }
+        keys[i] = k ^ flip;
+    }
+}
+
+/* Sorts a[0..n) by key, stably, with tmp as room for n more. */
+static void merge_sort(struct entry *a, struct entry *tmp, int64_t n)
+{
+    const int64_t run = 16;
+    struct entry *src = a, *dst = tmp, *swap;
+
+    for (int64_t lo = 0; lo < n; lo += run) {
+        int64_t hi = lo + run < n ? lo + run : n;
+        for (int64_t i = lo + 1; i < hi; i++) {
+            struct entry e = a[i];
+            int64_t j = i;
+            while (j > lo && a[j - 1].key > e.key) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = e;
+        }
+    }
+    for (int64_t width = run; width < n; width *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * width) {
+            int64_t mid = lo + width < n ? lo + width : n;
+            int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            int64_t i = lo, j = mid, k = lo;
+            /* from the right only when strictly smaller: stable */
+            while (i < mid && j < hi)
+                dst[k++] = src[j].key < src[i].key ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != a)
+        memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+/* Offers e, whose index is above every index in best[0..*count), to the
+ * sorted best k: it goes after the equal keys already there. */
+static void offer(struct entry *best, int64_t *count, int64_t k, struct entry e)
+{
+    int64_t lo = 0, hi = *count;
+
+    if (*count == k && e.key >= best[k - 1].key)
+        return;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (best[mid].key <= e.key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (*count < k)
+        (*count)++;
+    memmove(best + lo + 1, best + lo, (size_t)(*count - 1 - lo) * sizeof *best);
+    best[lo] = e;
+}
+
+/* The k first entries of a line of n values (x's bytes from line, item
+ * stride stride) in the order asked for, into best.  room holds the
+ * line's 2n entries when k is large, and BLOCK values to convert. */
+static void select_line(struct entry *best, int64_t k, const char *line, int64_t stride,
+                        enum tr_dtype dtype, int64_t n, bool descending, char *room)
+{
+    enum tr_dtype kd = key_dtype(dtype);
+    bool partial = k <= PARTIAL_K && k < n;
+    struct entry *all = partial ? best : (struct entry *)(void *)room;
+    char *values = partial ? room : room + 2 * n * (int64_t)sizeof(struct entry);
+    uint64_t keys[BLOCK];
+    int64_t count = 0;
+
+    if (k == 0)
+        return;
+    for (int64_t first = 0; first < n; first += BLOCK) {
+        int64_t m = n - first < BLOCK ? n - first : BLOCK;
+        tr__cpu_cast_row(values, 8, kd, line + first * stride, stride, dtype, m);
+        make_keys(keys, values, kd, m, descending);
+        for (int64_t i = 0; i < m; i++) {
+            struct entry e = {keys[i], first + i};
+            if (partial)
+                offer(best, &count, k, e);
+            else
+                all[first + i] = e;
+        }
+    }
+    if (!partial) {
+        merge_sort(all, all + n, n);
+        memcpy(best, all, (size_t)k * sizeof *best);
+    }
+}
+
+/*
+ * topk(x, k, dim, largest, sorted), sort(x, dim, descending) and
+ * argsort(x, dim, descending), line by line along dim: the values (x's
+ * own bytes, copied) and their indices.  topk's results are always
+ * sorted.
+ */
+tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    bool topk = op->rule == TR__RULE_TOPK, argsort = op->rule == TR__RULE_ARGSORT;
+    struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
+    struct tr_tensor *values = NULL, *indices = NULL;
+    int64_t n, k, lines, xs, os, line_bytes, entry_bytes;
+    int64_t other_shape[TR_MAX_DIMS], other_x[TR_MAX_DIMS], other_o[TR_MAX_DIMS];
+    int64_t out_strides[TR_MAX_DIMS];
+    size_t item;
+    bool descending, parallel;
+    char *room;
+    int d, nother = 0, threads;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[topk ? 2 : 1].value.integer, x->ndim);
+    descending = topk ? args[3].value.boolean : args[2].value.boolean;
+    n = x->ndim ? x->shape[d] : 1;
+    xs = x->ndim ? x->strides[d] * (int64_t)tr_dtype_size(x->dtype) : 0;
+    k = topk ? args[1].value.integer : n;
+    if (topk && x->ndim == 0)
+        k = 1; /* the result is the scalar itself (tr_op_infer kept its shape) */
+    item = tr_dtype_size(x->dtype);
+    for (int i = 0; s == TR_OK && i < op->info.nresults; i++) {
+        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, TR_CPU);
+        if (!made[i])
+            s = tr_last_status();
+    }
+    if (s != TR_OK || tr_tensor_numel(made[0]) == 0) {
+        tr_release(x);
+        return give(made, op->info.nresults, s, results);
+    }
+    values = argsort ? NULL : made[0];
+    indices = argsort ? made[0] : made[1];
+    tr__contiguous_strides(out->ndim, out->shape, out_strides);
+    os = out->ndim ? out_strides[d] : 0;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i == d)
+            continue;
+        other_shape[nother] = x->shape[i];
+        other_x[nother] = x->strides[i] * (int64_t)item;
+        other_o[nother++] = out_strides[i];
+    }
+    lines = tr_tensor_numel(x) / n;
+    parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
+    threads = threads_for(parallel);
+    /* room per thread: k best entries, the line's entries and as many
+     * again to merge (when sorting it all), and a block of values */
+    entry_bytes = k * (int64_t)sizeof(struct entry);
+    if (!(k <= PARTIAL_K && k < n))
+        entry_bytes += 2 * n * (int64_t)sizeof(struct entry);
+    line_bytes = entry_bytes + BLOCK * 8;
+    scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes}, TR_CPU);
+    if (!scratch) {
+        tr_release(x);
+        return give(made, op->info.nresults, tr_last_status(), results);
+    }
+    room = scratch->storage->data + scratch->offset;
+    {
+        const char *xbase = tr_tensor_data(x);
+        char *vbase = values ? values->storage->data + values->offset : NULL;
+        int64_t *ibase = (int64_t *)(void *)(indices->storage->data + indices->offset);
+
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
+        for (int64_t line = 0; line < lines; line++) {
+            char *mine = room + (int64_t)thread_index() * line_bytes;
+            struct entry *best = (struct entry *)(void *)mine;
+            int64_t xo = 0, oo = 0, rest = line;
+
+            for (int i = nother - 1; i >= 0; i--) {
+                int64_t at = rest % other_shape[i];
+                rest /= other_shape[i];
+                xo += at * other_x[i];
+                oo += at * other_o[i];
+            }
+            select_line(best, k, xbase + xo, xs, x->dtype, n, descending,
+                        mine + k * (int64_t)sizeof(struct entry));
+            for (int64_t j = 0; j < k; j++) {
+                ibase[oo + j * os] = best[j].index;
+                if (vbase)
+                    copy_item(vbase + (oo + j * os) * (int64_t)item,
+                              xbase + xo + best[j].index * xs, item);
+            }
+        }
+    }
+    tr_release(scratch);
+    tr_release(x);
+    return give(made, op->info.nresults, TR_OK, results);
+}
+
+/* -------------------------------------------------------- gather, index */
+
+/* The index argument as a compact i64 tensor whose values all lie in
+ * [0, size): TR_ERR_INDEX naming the first that does not. */
+static struct tr_tensor *checked_index(const char *name, const struct tr_arg *arg, int dim,
+                                       int64_t size)
+{
+    struct tr_tensor *given = tr__arg_tensor(arg, TR_DTYPE_I64), *index;
+    const int64_t *v;
+    int64_t n;
+
+    index = given ? tr_cast(given, TR_DTYPE_I64) : NULL;
+    tr_release(given);
+    if (!index)
+        return NULL;
+    n = tr_tensor_numel(index);
+    v = tr_tensor_data(index);
+    for (int64_t i = 0; i < n; i++) {
+        if (v[i] < 0 || v[i] >= size) {
+            tr_set_error(TR_ERR_INDEX,
+                         "%s: index %lld is out of range for dimension %d of size %lld", name,
+                         (long long)v[i], dim, (long long)size);
+            tr_release(index);
+            return NULL;
+        }
+    }
+    return index;
+}
+
+/* gather(x, dim, index): out[..., i, ...] = x[..., index[..., i, ...], ...]
+ * with the index in place of the position along dim. */
+tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    struct tr_tensor *x, *index = NULL, *c = NULL;
+    int64_t lines, len, xs[TR_MAX_DIMS], size;
+    int d, nd = out->ndim;
+    size_t item;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[1].value.integer, x->ndim);
+    size = x->ndim ? x->shape[d] : 1;
+    index = checked_index(name, &args[2], d, size);
+    if (index)
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+    if (!c)
+        s = tr_last_status();
+    if (s == TR_OK && tr_tensor_numel(c) > 0) {
+        const int64_t *iv = tr_tensor_data(index);
+        const char *xb = tr_tensor_data(x);
+        char *cb = c->storage->data + c->offset;
+
+        item = tr_dtype_size(x->dtype);
+        tr__byte_strides(x, xs);
+        len = nd ? out->shape[nd - 1] : 1;
+        lines = tr_tensor_numel(c) / len;
+#pragma omp parallel for schedule(static) if (lines * len > PARALLEL_ELEMENTS && lines > 1)
+        for (int64_t line = 0; line < lines; line++) {
+            int64_t base = 0, rest = line, inner = 0, along = 0;
+            for (int i = nd - 2; i >= 0; i--) {
+                int64_t at = rest % out->shape[i];
+                rest /= out->shape[i];
+                if (i != d)
+                    base += at * xs[i];
+            }
+            if (nd > 0) {
+                along = xs[d];
+                inner = d == nd - 1 ? 0 : xs[nd - 1];
+            }
+            for (int64_t j = 0; j < len; j++)
+                copy_item(cb + (line * len + j) * (int64_t)item,
+                          xb + base + j * inner + iv[line * len + j] * along, item);
+        }
+    }
+    tr_release(index);
+    tr_release(x);
+    return give(&c, 1, s, results);
+}
+
+/* index_select(x, dim, index): the slices of x along dim that the 1-d
+ * index names, in its order. */
+tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
+                             const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    struct tr_tensor *x, *index = NULL, *c = NULL;
+    int64_t xs[TR_MAX_DIMS], cs[TR_MAX_DIMS], shape[TR_MAX_DIMS], sx[TR_MAX_DIMS];
+    int64_t sc[TR_MAX_DIMS], count, slice = 1, size, along_x = 0, along_c = 0;
+    int d, n = 0;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[1].value.integer, x->ndim);
+    size = x->ndim ? x->shape[d] : 1;
+    index = checked_index(name, &args[2], d, size);
+    if (index)
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+    if (!c)
+        s = tr_last_status();
+    if (s == TR_OK && tr_tensor_numel(c) > 0) {
+        const int64_t *iv = tr_tensor_data(index);
+        const char *xb = tr_tensor_data(x);
+        char *cb = c->storage->data + c->offset;
+        size_t item = tr_dtype_size(x->dtype);
+
+        tr__byte_strides(x, xs);
+        tr__byte_strides(c, cs);
+        for (int i = 0; i < x->ndim; i++) {
+            if (i == d) {
+                along_x = xs[i];
+                along_c = cs[i];
+                continue;
+            }
+            shape[n] = x->shape[i];
+            sx[n] = xs[i];
+            sc[n++] = cs[i];
+            slice *= x->shape[i];
+        }
+        /* a 0-d x, or a 0-d index, names one slice */
+        count = x->ndim ? out->shape[d] : 1;
+        /* many small slices share the threads; a large one spreads over
+         * them inside tr__cpu_copy */
+#pragma omp parallel for schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
+                                                  slice < PARALLEL_ELEMENTS)
+        for (int64_t j = 0; j < count; j++)
+            tr__cpu_copy(cb + j * along_c, sc, xb + iv[j] * along_x, sx, n, shape, item);
+    }
+    tr_release(index);
+    tr_release(x);
+    return give(&c, 1, s, results);
+}
+
+/* ---------------------------------------------------------------- join */
+
+/* The k-th item of a list argument. */
+static struct tr_arg list_item(const struct tr_arg *arg, size_t k)
+{
+    struct tr_arg a;
+
+    if (arg->items)
+        return arg->items[k];
+    memset(&a, 0, sizeof a);
+    a.value = arg->value.items[k];
+    return a;
+}
+
+/* concat(tensors, dim) and stack(tensors, dim): each item converted to the
+ * promoted dtype into its place of the result (a slice along dim, or the
+ * index along the new dim). */
+tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, struct tr_tensor **results)
+{
+    bool stack = op->rule == TR__RULE_STACK;
+    struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+    int d = dim_of(args[1].value.integer, out->ndim);
+    int64_t at = 0;
+    tr_status s = c ? TR_OK : tr_last_status();
+
+    for (size_t k = 0; s == TR_OK && k < args[0].value.count; k++) {
+        struct tr_arg a = list_item(&args[0], k);
+        struct tr_tensor *t = tr__arg_tensor(&a, out->dtype), *place = NULL;
+        if (t)
+            place = stack ? tr_select(c, d, (int64_t)k)
+                          : tr_slice(c, d, at, at + t->shape[d], 1);
+        s = place ? tr_copy_into(place, t) : tr_last_status();
+        if (t && !stack)
+            at += t->shape[d];
+        tr_release(place);
+        tr_release(t);
+    }
+    return give(&c, 1, s, results);
+}
+
+/* ------------------------------------------------------------- quantize */
+
+/* The slices of a quantize or dequantize: the whole tensor when dim is
+ * None, else one per index along dim, each a view without that dim. */
+struct slices {
+    int64_t count;
+    int ndim;                        /* of one slice */
+    int64_t shape[TR_MAX_DIMS];
+    int64_t a[TR_MAX_DIMS], b[TR_MAX_DIMS]; /* byte strides of two operands */
+    int64_t step_a, step_b;          /* bytes from one slice to the next */
+};
+
+static void slices_of(struct slices *sl, const struct tr_tensor *ta, const struct tr_tensor *tb,
+                      const struct tr_arg *dim_arg)
+{
+    int64_t sa[TR_MAX_DIMS], sb[TR_MAX_DIMS];
+    int d = dim_arg->value.kind == TR_VALUE_NONE || ta->ndim == 0
+                ? -1
+                : dim_of(dim_arg->value.integer, ta->ndim);
+
+    tr__byte_strides(ta, sa);
+    tr__byte_strides(tb, sb);
+    sl->count = d >= 0 ? ta->shape[d] : 1;
+    sl->step_a = d >= 0 ? sa[d] : 0;
+    sl->step_b = d >= 0 ? sb[d] : 0;
+    sl->ndim = 0;
+    for (int i = 0; i < ta->ndim; i++) {
+        if (i == d)
+            continue;
+        sl->shape[sl->ndim] = ta->shape[i];
+        sl->a[sl->ndim] = sa[i];
+        sl->b[sl->ndim++] = sb[i];
+    }
+}
+
+/* Runs the block loop of one slice: for each block of at most BLOCK
+ * elements, fn(pa, inner stride a, pb, inner stride b, n, ctx). */
+typedef void (*block_fn)(const char *pa, int64_t sa, char *pb, int64_t sb, int64_t n, void *ctx);
+
+static void for_blocks(const struct slices *sl, const char *a, char *b, bool parallel,
+                       block_fn fn, void *ctx)
+{
+    const int64_t *strides[2] = {sl->a, sl->b};
+    struct tr__iter it;
+    int64_t rows, len, chunks, blocks, ia, ib;
+
+    tr__iter_init(&it, sl->ndim, sl->shape, 2, strides);
+    rows = tr__iter_rows(&it);
+    len = it.shape[it.ndim - 1];
+    ia = it.strides[0][it.ndim - 1];
+    ib = it.strides[1][it.ndim - 1];
+    chunks = (len + BLOCK - 1) / BLOCK;
+    blocks = rows * chunks;
+#pragma omp parallel for schedule(static) if (parallel && rows * len > PARALLEL_ELEMENTS)
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        int64_t row = blk / chunks, first = blk % chunks * BLOCK, off[2];
+        int64_t n = len - first < BLOCK ? len - first : BLOCK;
+        tr__iter_row_offsets(&it, row, off);
+        fn(a + off[0] + first * ia, ia, b + off[1] + first * ib, ib, n, ctx);
+    }
+}
+
+/* max |x| of the blocks seen; NaN wins. */
+struct absmax {
+    enum tr_dtype dtype;
+    double *max;     /* one per thread of the team, or the one to use */
+    bool per_thread; /* max[omp_get_thread_num()]; else max[0] (inside a
+                        nested inactive region every thread is number 0) */
+};
+
+static void absmax_block(const char *pa, int64_t sa, char *pb, int64_t sb, int64_t n, void *ctx)
+{
+    struct absmax *m = ctx;
+    double v[BLOCK], *best = m->per_thread ? &m->max[thread_index()] : m->max;
+
+    (void)pb;
+    (void)sb;
+    tr__cpu_cast_row((char *)v, 8, TR_DTYPE_F64, pa, sa, m->dtype, n);
+    for (int64_t i = 0; i < n; i++) {
+        double a = fabs(v[i]);
+        if (a > *best || a != a)
+            *best = *best != *best ? *best : a;
+    }
+}
+
+struct quantize_ctx {
+    enum tr_dtype dtype; /* x's */
+    double scale;
+};
+
+/* q (operand b, i8) = clamp(round_half_even(x / scale), -127, 127), 0
+ * where the quotient is NaN (scale 0, or x or scale NaN). */
+static void quantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, int64_t n, void *ctx)
+{
+    const struct quantize_ctx *q = ctx;
+    double v[BLOCK];
+
+    tr__cpu_cast_row((char *)v, 8, TR_DTYPE_F64, pa, sa, q->dtype, n);
+    for (int64_t i = 0; i < n; i++) {
+        double r = q->scale == 0 ? 0 : nearbyint(v[i] / q->scale);
+        if (r != r)
+            r = 0;
+        r = r > 127 ? 127 : r < -127 ? -127 : r;
+        pb[i * sb] = (char)(int8_t)r;
+    }
+}
+
+/* quantize(x, dtype=i8, dim=None) -> q, scale: scale = max|x| / 127 as
+ * f32, one for x or one per index along dim. */
+tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
+                         const struct tr_value *out, struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
+    struct slices sl;
+    bool per_slice;
+    int threads;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    for (int i = 0; i < 2 && s == TR_OK; i++) {
+        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, TR_CPU);
+        if (!made[i])
+            s = tr_last_status();
+    }
+    if (s != TR_OK) {
+        tr_release(x);
+        return give(made, 2, s, results);
+    }
+    slices_of(&sl, x, made[0], &args[2]);
+    /* many slices: one thread each at a time; a single one: its blocks
+     * spread over the threads */
+    per_slice = sl.count > 1;
+    threads = threads_for(true);
+    scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){threads}, TR_CPU);
+    if (!scratch)
+        s = tr_last_status();
+    if (s == TR_OK) {
+        const char *xb = tr_tensor_data(x);
+        char *qb = made[0]->storage->data + made[0]->offset;
+        float *scales = (float *)(void *)(made[1]->storage->data + made[1]->offset);
+        /* each thread's running maximum */
+        double *room = (double *)(void *)(scratch->storage->data + scratch->offset);
+
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (per_slice && threads > 1)
+        for (int64_t j = 0; j < sl.count; j++) {
+            struct absmax m = {x->dtype, room, !per_slice};
+            struct quantize_ctx q = {x->dtype, 0};
+            const char *xj = xb + j * sl.step_a;
+            char *qj = qb + j * sl.step_b;
+            double best = 0;
+
+            if (per_slice) {
+                m.max = &room[thread_index()];
+                *m.max = 0;
+                for_blocks(&sl, xj, qj, false, absmax_block, &m);
+                best = *m.max;
+            } else {
+                for (int t = 0; t < threads; t++)
+                    room[t] = 0;
+                for_blocks(&sl, xj, qj, true, absmax_block, &m);
+                for (int t = 0; t < threads; t++)
+                    if (room[t] > best || room[t] != room[t])
+                        best = best != best ? best : room[t];
+            }
+            /* max|x| / 127 in f64, rounded once to f32: for an f32 max
+             * the same as the f32 division, f64 having more than twice
+             * f32's digits */
+            scales[j] = (float)(best / 127.0);
+            q.scale = (double)scales[j];
+            for_blocks(&sl, xj, qj, !per_slice, quantize_block, &q);
+        }
+    }
+    tr_release(scratch);
+    tr_release(x);
+    return give(made, 2, s, results);
+}
+
+struct dequantize_ctx {
+    enum tr_dtype dtype; /* q's */
+    double scale;
+};
+
+/* out (operand b, f32) = q (operand a) * scale, rounded once. */
+static void dequantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, int64_t n, void *ctx)
+{
+    const struct dequantize_ctx *dq = ctx;
+    double v[BLOCK];
+
+    tr__cpu_cast_row((char *)v, 8, TR_DTYPE_F64, pa, sa, dq->dtype, n);
+    for (int64_t i = 0; i < n; i++) {
+        float r = (float)(v[i] * dq->scale);
+        memcpy(pb + i * sb, &r, sizeof r);
+    }
+}
+
+/* dequantize(q, scale, dim=None): q * scale as f32, the scale per index
+ * along dim or one for all. */
+tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
+                           const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *q, *given, *scale = NULL, *c = NULL;
+    struct slices sl;
+    tr_status s = TR_OK;
+
+    q = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!q)
+        return tr_last_status();
+    given = tr__arg_tensor(&args[1], TR_DTYPE_F32);
+    scale = given ? tr_cast(given, TR_DTYPE_F32) : NULL;
+    tr_release(given);
+    if (scale)
+        c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+    if (!c)
+        s = tr_last_status();
+    if (s == TR_OK) {
+        const float *scales = tr_tensor_data(scale);
+        const char *qb = tr_tensor_data(q);
+        char *cb = c->storage->data + c->offset;
+
+        slices_of(&sl, q, c, &args[2]);
+#pragma omp parallel for schedule(dynamic) if (sl.count > 1)
+        for (int64_t j = 0; j < sl.count; j++) {
+            struct dequantize_ctx dq = {q->dtype, (double)scales[j]};
+            for_blocks(&sl, qb + j * sl.step_a, cb + j * sl.step_b,
+                       sl.count == 1, dequantize_block, &dq);
+        }
+    }
+    tr_release(scale);
+    tr_release(q);
+    return give(&c, 1, s, results);
+}

@@ -1,0 +1,269 @@
+/*
+ * cpu/views.c - the view ops (reshape, transpose, permute, squeeze,
+ * unsqueeze, expand, broadcast_to, flatten, diagonal), which make new
+ * handles of their input's storage through view.c and never copy, except
+ * reshape and flatten when no strides can express the new shape; and the
+ * copy ops (contiguous, clone, cast, to) over transfer.c and cast.c.
+ */
+#include <string.h>
+
+#include "../kernel_impl.h"
+
+/* the prototypes of the kernels, as dispatch.c declares them */
+#define KERNEL(name, fn)                                                     \
+    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
+                 struct tr_tensor **);
+#include "../kernels.def"
+#undef KERNEL
+
+/* The tensor argument i stands for: a new handle of it, or a 0-d tensor
+ * holding a number (of the dtype tr_op_infer gave it). */
+static struct tr_tensor *input(const struct tr_arg *args, int i)
+{
+    return tr__arg_tensor(&args[i], tr_value_dtype(&args[i].value));
+}
+
+/* The k-th integer of an int-or-list argument. */
+static int64_t list_int(const struct tr_arg *arg, size_t k)
+{
+    if (arg->value.kind != TR_VALUE_LIST)
+        return arg->value.integer;
+    return arg->items ? arg->items[k].value.integer : arg->value.items[k].integer;
+}
+
+static size_t list_count(const struct tr_arg *arg)
+{
+    return arg->value.kind == TR_VALUE_LIST ? arg->value.count : 1;
+}
+
+/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
+ * and -1). */
+static int dim_of(int64_t dim, int ndim)
+{
+    int n = ndim > 0 ? ndim : 1;
+
+    return (int)(dim < 0 ? dim + n : dim);
+}
+
+/* Hands the view over as the result, or the error when there is none. */
+static tr_status give(struct tr_tensor *v, struct tr_tensor **results)
+{
+    if (!v)
+        return tr_last_status();
+    results[0] = v;
+    return TR_OK;
+}
+
+/* reshape(x, shape) and flatten(x, start, end): a view when x's strides
+ * can express the new shape, else a view of a compact copy. */
+tr_status tr__k_reshape(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v, *compact;
+
+    (void)op;
+    if (!x)
+        return tr_last_status();
+    v = tr_reshape_view(x, out->shape, out->ndim);
+    if (!v && tr_last_status() == TR_ERR_SHAPE) {
+        /* the element counts agree (tr_op_infer saw to that): only the
+         * strides are in the way, and a compact copy has none */
+        compact = tr_contiguous(x);
+        v = compact ? tr_reshape_view(compact, out->shape, out->ndim) : NULL;
+        tr_release(compact);
+    }
+    tr_release(x);
+    return give(v, results);
+}
+
+/* transpose(x, dim0, dim1) */
+tr_status tr__k_transpose(const struct tr__op *op, const struct tr_arg *args,
+                          const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    v = x->ndim == 0 ? tr__tensor_alias(x)
+                     : tr_transpose(x, (int)args[1].value.integer, (int)args[2].value.integer);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* permute(x, dims) */
+tr_status tr__k_permute(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+    int dims[TR_MAX_DIMS];
+    size_t n = list_count(&args[1]);
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    for (size_t i = 0; i < n && i < TR_MAX_DIMS; i++)
+        dims[i] = (int)list_int(&args[1], i);
+    v = tr_permute(x, dims, (int)n);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* squeeze(x, dim=None): the listed dimensions (all without dim) that have
+ * size 1 go away. */
+tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+    int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS];
+    bool listed[TR_MAX_DIMS];
+    int n = 0;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    for (int d = 0; d < TR_MAX_DIMS; d++)
+        listed[d] = args[1].value.kind == TR_VALUE_NONE;
+    for (size_t k = 0; args[1].value.kind != TR_VALUE_NONE && k < list_count(&args[1]); k++)
+        if (x->ndim > 0)
+            listed[dim_of(list_int(&args[1], k), x->ndim)] = true;
+    for (int d = 0; d < x->ndim; d++) {
+        if (listed[d] && x->shape[d] == 1)
+            continue;
+        shape[n] = x->shape[d];
+        strides[n++] = x->strides[d];
+    }
+    v = tr_as_strided(x, x->dtype, n, shape, strides, 0);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* unsqueeze(x, dim): a dimension of size 1 at dim. */
+tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
+                          const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+    int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS];
+    int d;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[1].value.integer, x->ndim + 1);
+    for (int i = 0, j = 0; i <= x->ndim; i++) {
+        if (i != d) {
+            shape[i] = x->shape[j];
+            strides[i] = x->strides[j++];
+            continue;
+        }
+        /* never stepped; PyTorch's choice keeps a compact tensor compact
+         * in every reading of its strides */
+        shape[i] = 1;
+        if (j == x->ndim || __builtin_mul_overflow(x->shape[j], x->strides[j], &strides[i]))
+            strides[i] = 1;
+    }
+    v = tr_as_strided(x, x->dtype, x->ndim + 1, shape, strides, 0);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* expand(x, shape) and broadcast_to(x, shape): out's shape has the -1
+ * entries resolved already. */
+tr_status tr__k_expand(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+
+    (void)op;
+    if (!x)
+        return tr_last_status();
+    v = tr_expand(x, out->shape, out->ndim);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* diagonal(x, offset=0, dim1=0, dim2=1): elements [i, i + offset] of the
+ * two dimensions (for a negative offset [i - offset, i]), as a last
+ * dimension whose stride is the sum of theirs. */
+tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
+                         const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v = NULL;
+    int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS], offset = args[1].value.integer;
+    int64_t start = 0, len = out->shape[out->ndim - 1];
+    int d1, d2, n = 0;
+    bool overflow;
+
+    if (!x)
+        return tr_last_status();
+    d1 = dim_of(args[2].value.integer, x->ndim);
+    d2 = dim_of(args[3].value.integer, x->ndim);
+    for (int d = 0; d < x->ndim; d++) {
+        if (d == d1 || d == d2)
+            continue;
+        shape[n] = x->shape[d];
+        strides[n++] = x->strides[d];
+    }
+    shape[n] = len;
+    overflow = __builtin_add_overflow(x->strides[d1], x->strides[d2], &strides[n]) && len > 1;
+    n++;
+    /* the first element, in bytes from x's element 0 (none when empty,
+     * and then |offset| may be anything) */
+    if (len > 0)
+        overflow = overflow ||
+                   __builtin_mul_overflow(offset >= 0 ? offset : -offset,
+                                          offset >= 0 ? x->strides[d2] : x->strides[d1], &start) ||
+                   __builtin_mul_overflow(start, (int64_t)tr_dtype_size(x->dtype), &start);
+    if (overflow)
+        tr__set_error(TR_ERR_INVALID, "%s: the diagonal's strides overflow", op->info.name);
+    else
+        v = tr_as_strided(x, x->dtype, n, shape, strides, start);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* contiguous(x) and clone(x). */
+tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    v = strcmp(op->info.name, "clone") == 0 ? tr_clone(x) : tr_contiguous(x);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* cast(x, dtype): x itself when compact and of dtype already. */
+tr_status tr__k_cast(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+
+    (void)op;
+    if (!x)
+        return tr_last_status();
+    v = tr_cast(x, out->dtype);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* to(x, device) */
+tr_status tr__k_to(const struct tr__op *op, const struct tr_arg *args,
+                   const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x = input(args, 0), *v;
+
+    (void)op;
+    if (!x)
+        return tr_last_status();
+    v = tr_to(x, out->device);
+    tr_release(x);
+    return give(v, results);
+}

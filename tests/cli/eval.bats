@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# tensorrun eval: statements from the command line, .npy into pipes and
+# files, readable text with --print, and errors that point into the text.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+    load helper
+    PY=/usr/bin/python3
+    cd "$BATS_TEST_TMPDIR"
+    "$PY" -c '
+import numpy as np
+np.save("x.npy", np.arange(12, dtype="<f4").reshape(3, 4))
+np.save("i.npy", np.arange(6, dtype="<i4"))
+np.save("big.npy", np.arange(5000, dtype="<f8").reshape(50, 100))'
+}
+
+# npy_is FILE EXPR: the .npy FILE equals the NumPy expression EXPR exactly
+# (dtype, shape and values); x, i and big are the inputs
+npy_is() {
+    "$PY" -c '
+import sys, numpy as np
+x, i, big = np.load("x.npy"), np.load("i.npy"), np.load("big.npy")
+got, want = np.load(sys.argv[1]), eval(sys.argv[2])
+assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+assert np.array_equal(got, want, equal_nan=True), (got, want)
+' "$1" "$2"
+}
+
+@test "a bare expression is called out; --print writes it as a number" {
+    run_tensorrun 0 eval 'sum(x)' -i x=x.npy --print
+    [ "$output" = "66." ]
+    run_tensorrun 0 eval 'sum(i)' -i i=i.npy --print
+    [ "$output" = "15" ]
+    run_tensorrun 0 eval '2 + 3' --print
+    [ "$output" = "5" ]
+}
+
+@test "without -o the result is .npy on standard output when it is not a terminal" {
+    run bash -c '"$0" eval "x * 2" -i x=x.npy > y.npy' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    npy_is y.npy 'x * np.float32(2)'
+}
+
+@test "a filter in a pipe: eval reads - and writes -" {
+    run bash -c '"$0" eval "softmax(x, dim=-1)" -i x=- < x.npy > s.npy' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    "$PY" -c '
+import numpy as np
+x = np.load("x.npy"); e = np.exp(x - x.max(-1, keepdims=True)); want = e / e.sum(-1, keepdims=True)
+assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
+    run bash -c 'cat x.npy | "$0" eval "x[1:, ::2].T" -i x=- | "$0" eval "y + 1" -i y=- > t.npy' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    npy_is t.npy 'x[1:, ::2].T + np.float32(1)'
+}
+
+@test "statements separated by ';'; -o PATH writes the last value bound, -o NAME=PATH any" {
+    run_tensorrun 0 eval 'a = x + 1; b = a * a; c = [1, 2]; d = cast(b, i64)' -i x=x.npy \
+        -o last.npy -o a=a.npy -o b=b.safetensors
+    [ -z "$output" ]
+    npy_is last.npy '((x + 1) * (x + 1)).astype(np.int64)'
+    npy_is a.npy 'x + np.float32(1)'
+    "$TENSORRUN" convert b.safetensors b.npy
+    npy_is b.npy '(x + 1) * (x + 1)'
+}
+
+@test "a ';' inside brackets or a string does not split a statement" {
+    run_tensorrun 0 eval 'y = gelu(x[0, 1:3], approximate="tanh"); z = sum(y, dim=[0])' -i x=x.npy --print
+    [ -n "$output" ]
+    run_tensorrun 3 eval 'y = gelu(x, approximate="a;b")' -i x=x.npy --print
+    [[ "$stderr" == *'"a;b"'* ]] || [[ "$stderr" == *"approximate"* ]]
+}
+
+@test "--print: a tensor as NumPy-style text with its dtype and shape" {
+    run_tensorrun 0 eval 'x[:2]' -i x=x.npy --print
+    [ "${lines[0]}" = "f32[2, 4] [[0., 1., 2., 3.]," ]
+    [ "${lines[1]}" = "           [4., 5., 6., 7.]]" ]
+    run_tensorrun 0 eval 'cast(x[0], f16) / 10' -i x=x.npy --print
+    [ "$output" = "f16[4] [0., 0.1, 0.2, 0.3]" ]
+    run_tensorrun 0 eval 'i > 2' -i i=i.npy --print
+    [ "$output" = "bool[6] [false, false, false, true, true, true]" ]
+}
+
+@test "--print elides the middle of a large tensor" {
+    run_tensorrun 0 eval 'big' -i big=big.npy --print
+    [ "${lines[0]}" = "f64[50, 100] [[0., 1., 2., …, 97., 98., 99.]," ]
+    [ "${lines[1]}" = "              [100., 101., 102., …, 197., 198., 199.]," ]
+    [ "${lines[3]}" = "              …," ]
+    [[ "${lines[-1]}" == *"4997., 4998., 4999.]]" ]]
+    [ "${#lines[@]}" -le 8 ]
+}
+
+@test "-D defines params: integers, numbers, booleans" {
+    run_tensorrun 0 eval 'x * k + j' -i x=x.npy -D k=2 -D j=0.5 -o y.npy
+    npy_is y.npy 'x * np.float32(2) + np.float32(0.5)'
+}
+
+@test "an unknown op is exit 3, with the place in the text and a suggestion" {
+    run_tensorrun 3 eval 'y = sofmax(x, dim=-1)' -i x=x.npy
+    [[ "$stderr" == *"tensorrun: eval:1:5: error: unknown op 'sofmax' (did you mean 'softmax'?)"* ]]
+}
+
+@test "syntax errors, unknown names and shape errors are exit 3 before anything runs" {
+    run_tensorrun 3 eval 'y = (x + ' -i x=x.npy
+    [[ "$stderr" == *"eval:1:"* ]]
+    run_tensorrun 3 eval 'y = x + z' -i x=x.npy
+    [[ "$stderr" == *"eval:1:9: error: 'z' is used before anything binds it"* ]]
+    run_tensorrun 3 eval 'x @ x' -i x=x.npy
+    [[ "$stderr" == *"matmul"* ]]
+    run_tensorrun 3 eval '' --print
+}
+
+@test "usage errors are exit 2" {
+    run_tensorrun 2 eval
+    run_tensorrun 2 eval 'x' 'y'
+    run_tensorrun 2 eval 'x' -i x
+    run_tensorrun 2 eval 'x' -i x=x.npy -i x=x.npy
+    run_tensorrun 2 eval 'x' -i x=x.npy -o y.what
+    run_tensorrun 2 eval 'x' -i x=x.npy --bogus
+}
+
+@test "a missing input is exit 4; a runtime index error is exit 1 with nothing written" {
+    run_tensorrun 4 eval 'x + 1' -i x=missing.npy -o y.npy
+    [ ! -e y.npy ]
+    "$PY" -c 'import numpy as np; np.save("bad.npy", np.array([7], dtype="<i8"))'
+    run_tensorrun 1 eval 'gather(i, 0, j)' -i i=i.npy -i j=bad.npy -o y.npy
+    [[ "$stderr" == *"stage 'eval'"* ]]
+    [ ! -e y.npy ]
+}
+
+@test "random numbers: the same seed gives the same bits, another seed others" {
+    run_tensorrun 0 eval 'randn([3, 3], seed=5)' -o a.npy
+    run_tensorrun 0 eval 'randn([3, 3], seed=5)' -o b.npy
+    run_tensorrun 0 eval 'randn([3, 3], seed=6)' -o c.npy
+    cmp a.npy b.npy
+    ! cmp -s a.npy c.npy
+}
+
+@test "statistics are off by default in eval, on with --stats" {
+    run_tensorrun 0 eval 'x + 1' -i x=x.npy -o y.npy
+    [ -z "$stderr" ]
+    run_tensorrun 0 eval 'x + 1' -i x=x.npy -o y.npy --stats text
+    [[ "$stderr" == *"eval "*"cpu"* ]]
+}

@@ -1,0 +1,462 @@
+#!/usr/bin/env bats
+# tensorrun run: results checked against NumPy, the statistics checked
+# against known allocation sizes, outputs in every form, and every failure
+# with its exit status, leaving destinations untouched.
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+    load helper
+    PY=/usr/bin/python3
+    cd "$BATS_TEST_TMPDIR"
+    "$PY" -c '
+import numpy as np
+rng = np.random.default_rng(7)
+np.save("a.npy", rng.standard_normal((64, 32)).astype("<f4"))
+np.save("b.npy", rng.standard_normal((32, 16)).astype("<f4"))
+np.save("m.npy", rng.standard_normal((1024, 1024)).astype("<f4"))'
+}
+
+# pipeline BODY: writes p.yaml: the version line, then BODY
+pipeline() {
+    printf 'tensorrun: 1\n%s\n' "$1" > p.yaml
+}
+
+# close FILE EXPR [RTOL]: the .npy FILE matches the NumPy expression EXPR
+# (a, b and m are the inputs)
+close() {
+    "$PY" -c '
+import sys, numpy as np
+a, b, m = np.load("a.npy"), np.load("b.npy"), np.load("m.npy")
+got, want = np.load(sys.argv[1]), eval(sys.argv[2])
+rtol = float(sys.argv[3])
+assert got.shape == want.shape, (got.shape, want.shape)
+assert got.dtype == want.dtype, (got.dtype, want.dtype)
+err = np.abs(got.astype("f8") - want.astype("f8")).max() if got.size else 0
+scale = max(np.abs(want.astype("f8")).max() if want.size else 0, 1e-30)
+assert err <= rtol * scale, (err, scale)
+' "$1" "$2" "${3:-1e-6}"
+}
+
+# json_field STAGE FIELD: FIELD of the stage event STAGE in stats.jsonl
+json_field() {
+    "$PY" -c '
+import sys, json
+for line in open("stats.jsonl"):
+    o = json.loads(line)
+    if o["event"] == "stage" and o["stage"] == sys.argv[1] or o["event"] == sys.argv[1]:
+        print(json.dumps(o[sys.argv[2]]) if not isinstance(o[sys.argv[2]], (int, str)) else o[sys.argv[2]])
+' "$1" "$2"
+}
+
+no_temporaries() {
+    local left
+    left=$(find . -name '.*.tmp-*' -o -name '*.tmp-*' | head -5)
+    [ -z "$left" ] || { echo "temporary files left: $left"; return 1; }
+}
+
+@test "a pipeline runs and its outputs match NumPy" {
+    pipeline 'inputs: {a: a.npy, b: b.npy}
+stages:
+  - name: compute
+    do:
+      - c = a * 2.0 + 1
+      - d = exp(-abs(c)) / (1 + sqrt(abs(a)))
+      - e = c @ b
+      - s = softmax(e, dim=-1)
+  - name: reduce
+    do:
+      - t = sum(s, dim=0)
+      - u = mean(d) - max(d) + min(d, dim=1)
+      - v = relu(a[1:10:2, ::-3]) - tanh(a.T[0]) [0] * sigmoid(a[0, 0])
+outputs:
+  c: c.npy
+  d: d.npy
+  e: e.npy
+  s: s.npy
+  t: t.npy
+  u: u.npy
+  v: v.npy'
+    run_tensorrun 0 p.yaml -q
+    [ -z "$stderr" ]
+    close c.npy 'a * np.float32(2) + 1'
+    close d.npy 'np.exp(-abs(a*2+1)) / (1 + np.sqrt(abs(a)))'
+    close e.npy '(a*2+1) @ b' 1e-5
+    close s.npy 'np.exp((a*2+1)@b - ((a*2+1)@b).max(-1, keepdims=True)) / np.exp((a*2+1)@b - ((a*2+1)@b).max(-1, keepdims=True)).sum(-1, keepdims=True)' 1e-5
+    close t.npy '(lambda e: (np.exp(e - e.max(-1, keepdims=True)) / np.exp(e - e.max(-1, keepdims=True)).sum(-1, keepdims=True)).sum(0))((a*2+1)@b)' 1e-5
+    close u.npy '(lambda d: d.mean() - d.max() + d.min(1))(np.exp(-abs(a*2+1)) / (1 + np.sqrt(abs(a))))' 1e-5
+    close v.npy 'np.maximum(a[1:10:2, ::-3], 0) - np.tanh(a.T[0][0]) * (1/(1+np.exp(-a[0,0])))' 1e-6
+}
+
+@test "tensorrun PIPELINE.yaml is tensorrun run PIPELINE.yaml" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a + 1]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml --stats none
+    close y.npy 'a + np.float32(1)'
+    rm y.npy
+    run_tensorrun 0 run p.yaml --stats none
+    close y.npy 'a + np.float32(1)'
+}
+
+@test "the text statistics: a header, one line per stage, a total" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: scale
+    do: [y = m * 2]
+  - name: shift
+    do: [z = y + 1]
+outputs: {z: z.npy}'
+    run_tensorrun 0 p.yaml
+    [ "$(echo "$stderr" | wc -l)" -eq 4 ]
+    [[ "$(echo "$stderr" | sed -n 1p)" == "stage "*"device"*"time"*"peak active"*"active"*"cached"*"released"*"allocs"*"hits" ]]
+    [[ "$(echo "$stderr" | sed -n 2p)" == "scale "*"cpu "*"4.0 MiB"* ]]
+    [[ "$(echo "$stderr" | sed -n 3p)" == "shift "*"cpu "* ]]
+    [[ "$(echo "$stderr" | sed -n 4p)" == "total "*"mapped 4.0 MiB, read 4.0 MiB, written 4.0 MiB" ]]
+}
+
+@test "a stage that keeps one 1024x1024 f32 value reports exactly 4194304 active bytes" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: make
+    do:
+      - t = m * 3
+      - y = t + 1
+  - name: use
+    do: [z = sum(y)]
+outputs: {z: z.npy}'
+    run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
+    [ -z "$stderr" ]
+    [ "$(json_field make active_bytes)" -eq 4194304 ]
+    [ "$(json_field make kept)" = '["y"]' ]
+    # two 4 MiB results, t released after its last use: the peak is both
+    [ "$(json_field make peak_active_bytes)" -eq 8388608 ]
+    [ "$(json_field make alloc_count)" -eq 2 ]
+    # the temporary went back to the cache, and the cache to the OS
+    [ "$(json_field make cached_bytes)" -eq 4194304 ]
+    [ "$(json_field make released_bytes)" -eq 4194304 ]
+    # the mapped input is not pool memory
+    [ "$(json_field run mapped_bytes)" -eq 4194304 ]
+    [ "$(json_field use active_bytes)" -eq 0 ]
+    [ "$(json_field run peak_active_bytes)" = '{"cpu": 8388608}' ]
+}
+
+@test "--keep-cache and keep_cache: nothing is released between stages" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: make
+    do:
+      - t = m * 3
+      - y = t + 1
+  - name: use
+    do: [z = sum(y)]
+outputs: {z: z.npy}'
+    run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl --keep-cache
+    [ "$(json_field make released_bytes)" -eq 0 ]
+    [ "$(json_field use released_bytes)" -eq 0 ]
+    # the second stage's 4 MiB... is served from the cache
+    [ "$(json_field make cached_bytes)" -eq 4194304 ]
+    sed -i 's/  - name: make/  - name: make\n    keep_cache: true/' p.yaml
+    run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
+    [ "$(json_field make released_bytes)" -eq 0 ]
+    [ "$(json_field use released_bytes)" -gt 0 ]
+}
+
+@test "JSON statistics have every field of SPEC.md section 4" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: one, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml --stats json
+    echo "$stderr" | "$PY" -c '
+import sys, json
+lines = [json.loads(l) for l in sys.stdin]
+assert [l["event"] for l in lines] == ["stage", "run"], lines
+s, r = lines
+for k in ["stage", "index", "device", "wall_ms", "peak_active_bytes", "active_bytes",
+          "cached_bytes", "released_bytes", "alloc_count", "cache_hit_count", "kept"]:
+    assert k in s, k
+for k in ["wall_ms", "peak_active_bytes", "mapped_bytes", "read_bytes", "written_bytes", "outputs"]:
+    assert k in r, k
+assert s["stage"] == "one" and s["index"] == 0 and s["device"] == "cpu"
+assert r["outputs"] == {"y": "y.npy"}, r["outputs"]
+assert r["read_bytes"] == 64 * 32 * 4 and r["mapped_bytes"] == 64 * 32 * 4
+assert r["written_bytes"] == __import__("os").path.getsize("y.npy")
+'
+}
+
+@test "-q prints nothing; --stats-file takes the statistics" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: one, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml -q
+    [ -z "$stderr" ] && [ -z "$output" ]
+    run_tensorrun 0 p.yaml --stats-file stats.txt
+    [ -z "$stderr" ]
+    grep -q '^total ' stats.txt
+    run_tensorrun 0 p.yaml -q --stats json
+    [[ "$stderr" == *'"event":"run"'* ]]
+}
+
+@test "outputs: several in one safetensors file, dtype conversion, zstd, raw" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - name: s
+    do:
+      - x = a + 1
+      - y = a * 2
+      - w = cast(y, i32)
+outputs:
+  x: {path: both.safetensors, key: plus}
+  y: {path: both.safetensors, dtype: f16}
+  a: {path: a16.npy.zst, dtype: f16}
+  w: w.bin'
+    run_tensorrun 0 p.yaml -q
+    run "$TENSORRUN" inspect --json both.safetensors
+    [[ "$output" == *'"name":"plus","dtype":"f32"'* ]]
+    [[ "$output" == *'"name":"y","dtype":"f16"'* ]]
+    "$TENSORRUN" convert a16.npy.zst a16.npy
+    close a16.npy 'a.astype("f2")'
+    "$PY" -c '
+import numpy as np
+a = np.load("a.npy")
+w = np.fromfile("w.bin", dtype="<i4").reshape(64, 32)
+assert (w == (a * 2).astype("i4")).all()'
+}
+
+@test "an output to - is .npy on standard output" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a - 1]}
+outputs:
+  y: "-"'
+    run bash -c '"$0" p.yaml -q > out.npy' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    close out.npy 'a - np.float32(1)'
+}
+
+@test "an input from standard input: a pipe and a regular file" {
+    pipeline 'inputs:
+  a: "-"
+stages:
+  - {name: s, do: [y = a * a]}
+outputs: {y: y.npy}'
+    run bash -c 'cat a.npy | "$0" p.yaml -q' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    close y.npy 'a * a'
+    rm y.npy
+    run bash -c '"$0" p.yaml -q < a.npy' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    close y.npy 'a * a'
+}
+
+@test "-D, -i and -o override the pipeline" {
+    pipeline 'params: {k: 2}
+inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a * k]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml -q -D k=5 -i a=b.npy -o y=other.npy
+    [ ! -e y.npy ]
+    close other.npy 'b * np.float32(5)'
+    run_tensorrun 2 p.yaml -D nope=1
+    [[ "$stderr" == *"nope"* ]]
+}
+
+@test "an output may replace one of the run's own mapped inputs" {
+    cp a.npy own.npy
+    pipeline 'inputs: {x: own.npy}
+stages:
+  - {name: s, do: [y = x + 100]}
+outputs: {y: own.npy}'
+    run_tensorrun 0 p.yaml -q
+    close own.npy 'a + np.float32(100)'
+    no_temporaries
+}
+
+@test "results are bitwise the same for every --threads" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    do:
+      - p = m @ m.T
+      - s = softmax(m * 0.5, dim=-1)
+      - t = sum(m, dim=0)
+      - u = sum(m)
+      - n = l2_normalize(m, dim=-1)
+outputs: {p: p1.npy, s: s1.npy, t: t1.npy, u: u1.npy, n: n1.npy}'
+    run_tensorrun 0 p.yaml -q --threads 1
+    for f in p s t u n; do mv "${f}1.npy" "${f}_1.npy"; done
+    run_tensorrun 0 p.yaml -q --threads 2
+    for f in p s t u n; do cmp "${f}_1.npy" "${f}1.npy"; done
+    close p1.npy 'm @ m.T' 1e-5
+    close u1.npy 'np.float32(m.astype("f8").sum())' 1e-6
+}
+
+@test "--dry-run prints the plan and writes nothing" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml --dry-run
+    [[ "$output" == *'stage 1 "s" on cpu'* ]]
+    [ ! -e y.npy ]
+    [ -z "$stderr" ]
+}
+
+@test "--device cuda without a usable GPU is exit 1; auto runs on the CPU" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 0 p.yaml --device auto -q
+    rm y.npy
+    run_tensorrun 1 p.yaml --device cuda
+    [[ "$stderr" == *"stage 's'"*"cuda"* ]]
+    [ ! -e y.npy ]
+    run_tensorrun 2 p.yaml --device tpu
+    [[ "$stderr" == *"--device"* ]]
+}
+
+@test "a foreach stage is refused at run time, before anything runs" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    foreach: {over: m, size: 256}
+    do: [y = m * 2]
+outputs: {y: y.npy}'
+    run_tensorrun 0 validate p.yaml
+    run_tensorrun 1 p.yaml
+    [[ "$stderr" == *"foreach"* ]]
+    [ ! -e y.npy ]
+}
+
+# ------------------------------------------------------------ failures
+
+@test "a missing input file is exit 4" {
+    pipeline 'inputs: {a: nothere.npy}
+stages:
+  - {name: s, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 4 p.yaml
+    [[ "$stderr" == *"nothere.npy"* ]]
+    [ ! -e y.npy ]
+}
+
+@test "a malformed input file is exit 4" {
+    printf '\x93NUMPY\x01\x00\x10\x00{"descr": nonsense' > bad.npy
+    pipeline 'inputs: {a: bad.npy}
+stages:
+  - {name: s, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 4 p.yaml
+    [[ "$stderr" == *"bad.npy"* ]]
+    [ ! -e y.npy ]
+}
+
+@test "--memory-limit too small for a stage: exit 5 naming the stage; outputs untouched" {
+    echo "old" > y.npy
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: first
+    do: [x = m + 1]
+  - name: big
+    do:
+      - y = x * 2
+      - z = y * 3
+outputs: {x: x.npy, y: y.npy, z: z.npy}'
+    run_tensorrun 5 p.yaml --memory-limit 6M
+    [[ "$stderr" == *"stage 'big'"* ]]
+    [[ "$stderr" == *"limit"* ]]
+    [ "$(cat y.npy)" = old ]
+    [ ! -e x.npy ] && [ ! -e z.npy ]
+    no_temporaries
+    run_tensorrun 0 p.yaml --memory-limit 16MiB -q
+    close z.npy '(m + 1) * 2 * 3' 1e-6
+    run_tensorrun 2 p.yaml --memory-limit lots
+}
+
+@test "an output directory that does not exist is exit 4 before anything is computed" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - {name: s, do: [y = m @ m]}
+outputs: {y: no/such/dir/y.npy}'
+    run_tensorrun 4 p.yaml
+    [[ "$stderr" == *"no/such/dir"* ]]
+    [[ "$stderr" != *"total"* ]]
+}
+
+@test "an output directory that is not writable is exit 4" {
+    [ "$(id -u)" -ne 0 ] || skip "root writes anywhere"
+    mkdir ro && chmod 555 ro
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a]}
+outputs: {y: ro/y.npy}'
+    run_tensorrun 4 p.yaml
+}
+
+@test "an out-of-range index at run time is exit 1, and nothing is written" {
+    "$PY" -c 'import numpy as np; np.save("i.npy", np.array([0, 5, 64], dtype="<i8"))'
+    echo "old" > y.npy
+    pipeline 'inputs: {a: a.npy, i: i.npy}
+stages:
+  - name: s
+    do:
+      - y = index_select(a, 0, i)
+outputs: {y: y.npy}'
+    run_tensorrun 1 p.yaml
+    [[ "$stderr" == *"stage 's'"*"64"* ]]
+    [[ "$stderr" == *"p.yaml:6:"* ]]
+    [ "$(cat y.npy)" = old ]
+    no_temporaries
+}
+
+@test "SIGINT during a long stage: exit 130, nothing replaced, no temporary file" {
+    echo "old" > y.npy
+    pipeline 'stages:
+  - name: long
+    do:
+      - x = randn([2048, 2048], seed=1)
+      - y = x @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+outputs: {y: y.npy, x: x.npy}'
+    "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
+    sleep 1
+    kill -INT $pid
+    status=0
+    wait $pid || status=$?
+    [ "$status" -eq 130 ]
+    [ "$(cat y.npy)" = old ]
+    [ ! -e x.npy ]
+    no_temporaries
+}
+
+@test "SIGTERM has the same effect as SIGINT" {
+    pipeline 'stages:
+  - name: long
+    do:
+      - x = randn([2048, 2048], seed=1)
+      - y = x @ x @ x @ x @ x @ x @ x @ x @ x @ x
+outputs: {y: y.npy, x: x.npy}'
+    "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
+    sleep 1
+    kill -TERM $pid
+    status=0
+    wait $pid || status=$?
+    [ "$status" -eq 130 ]
+    [ ! -e x.npy ] && [ ! -e y.npy ]
+    no_temporaries
+}
