@@ -272,6 +272,7 @@ static tr_status eval_call(struct interp *in, const struct expr *e, struct rv *r
             s = eval(in, e->args[from[i]].value, &args[i]);
         }
         pass[i] = args[i].arg;
+        pass[i].consumable = args[i].temp && args[i].arg.tensor;
         values[i] = args[i].arg.value;
     }
     if (s == TR_OK && all_constant(pass, op->nparams) &&

@@ -51,6 +51,23 @@ struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device
     return tr__empty("result", out->dtype, out->ndim, out->shape, device);
 }
 
+struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
+                                   const struct tr_value *out)
+{
+    for (int i = 0; i < nargs; i++) {
+        const struct tr_tensor *t = args[i].tensor;
+        if (!args[i].consumable || !t || t->dtype != out->dtype || t->ndim != out->ndim ||
+            memcmp(t->shape, out->shape, (size_t)t->ndim * sizeof *t->shape) != 0)
+            continue;
+        if (atomic_load(&t->storage->refs) != 1 || t->storage->kind != TR_STORAGE_POOL ||
+            (t->storage->flags & TR_FLAG_READONLY) || t->storage->device.kind != TR_DEV_CPU ||
+            !tr__is_contiguous(t->ndim, t->shape, t->strides))
+            continue;
+        return tr__tensor_alias(t);
+    }
+    return NULL;
+}
+
 enum tr_dtype tr__compute_dtype(enum tr_dtype d)
 {
     switch (d) {

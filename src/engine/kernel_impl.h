@@ -21,6 +21,13 @@ tr__kernel_fn tr__kernel_for(const char *name);
 /* A new compact result tensor as out describes it, on device. */
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
 
+/* A result for out written over one of the nargs arguments, when one is
+ * consumable (tensorrun_ops.h) and can take it: the only handle of a
+ * writable CPU pool storage, compact, of out's dtype and shape.  NULL when
+ * none can; then the kernel makes a new result. */
+struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
+                                   const struct tr_value *out);
+
 /* The tensor an argument stands for: its handle (a new handle of it), or a
  * 0-d tensor holding the constant as dtype.  In the current scope. */
 struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype);

@@ -127,6 +127,11 @@ struct tr_arg {
     struct tr_value value;
     struct tr_tensor *tensor;
     const struct tr_arg *items;
+    /* the caller releases tensor right after the op and holds no other
+     * handle of its storage: an elementwise op may then write its result
+     * over it, when it is the storage's only handle and has the result's
+     * dtype and shape (x * 2 + 1 needs one buffer, not two) */
+    bool consumable;
 };
 
 /* The description of a tensor, as tr_op_infer takes it. */

@@ -233,6 +233,15 @@ static bool fast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
 }
 
 /* Converts n elements, src and dst stepping ss and ds bytes. */
+/* n items of type T from src to dst, stepping ss and ds bytes (either may
+ * be 0: a broadcast value, a repeated store). */
+#define COPY_STRIDED(T)                                                      \
+    for (int64_t i = 0; i < n; i++) {                                        \
+        T v;                                                                 \
+        memcpy(&v, src + i * ss, sizeof v);                                  \
+        memcpy(dst + i * ds, &v, sizeof v);                                  \
+    }
+
 static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n,
                      enum tr_dtype from, enum tr_dtype to)
 {
@@ -240,9 +249,13 @@ static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
         size_t item = tr_dtype_size(from);
         if (ds == (int64_t)item && ss == (int64_t)item) {
             memcpy(dst, src, (size_t)n * item);
-        } else {
-            for (int64_t i = 0; i < n; i++)
-                memcpy(dst + i * ds, src + i * ss, item);
+            return;
+        }
+        switch (item) {
+        case 1: COPY_STRIDED(uint8_t); break;
+        case 2: COPY_STRIDED(uint16_t); break;
+        case 4: COPY_STRIDED(uint32_t); break;
+        default: COPY_STRIDED(uint64_t); break;
         }
         return;
     }

@@ -150,10 +150,13 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     tr__block_fn fn;
     tr_status s;
 
+    y = tr__reuse_result(args, 1, out);
     x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
                        : tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
-    if (!x)
+    if (!x) {
+        tr_release(y);
         return tr_last_status();
+    }
     in_compute = tr__compute_dtype(predicate ? x->dtype : out->dtype);
     out_compute = predicate ? TR_DTYPE_BOOL : in_compute;
     if (strcmp(name, "gelu") == 0) {
@@ -166,9 +169,11 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     fn = l ? pick(l, in_compute) : NULL;
     if (!fn) {
         tr_release(x);
+        tr_release(y);
         return tr__set_error(TR_ERR_STATE, "%s: no loop for %s", name, tr_dtype_name(in_compute));
     }
-    y = tr__result(out, x->storage->device);
+    if (!y)
+        y = tr__result(out, x->storage->device);
     s = y ? tr__map(y, out_compute, (const struct tr_tensor *const[]){x}, 1, in_compute, fn, NULL)
           : tr_last_status();
     tr_release(x);
@@ -307,14 +312,17 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     TR_RETURN_ERROR_IF(!fn, TR_ERR_STATE, "%s: no loop for %s", op->info.name,
                        tr_dtype_name(compute));
     /* numbers become tensors of the compute dtype: exact for weak scalars */
+    y = tr__reuse_result(args, 2, out);
     a = tr__arg_tensor(&args[0], compute);
     b = a ? tr__arg_tensor(&args[1], compute) : NULL;
-    if (b)
+    if (b && !y)
         y = tr__result(out, a->storage->device.kind == TR_DEV_CPU ? a->storage->device
                                                                    : b->storage->device);
-    s = y ? tr__map(y, to_bool ? TR_DTYPE_BOOL : compute, (const struct tr_tensor *const[]){a, b},
-                    2, compute, fn, NULL)
-          : tr_last_status();
+    if (a && b && y)
+        s = tr__map(y, to_bool ? TR_DTYPE_BOOL : compute, (const struct tr_tensor *const[]){a, b},
+                    2, compute, fn, NULL);
+    else
+        s = tr_last_status();
     tr_release(a);
     tr_release(b);
     if (s != TR_OK) {
@@ -404,6 +412,8 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
             s = tr_last_status();
     }
     if (s == TR_OK)
+        y = tr__reuse_result(args + where, 3 - where, out);
+    if (s == TR_OK && !y)
         y = tr__result(out, in[0]->storage->device);
     if (s == TR_OK && !y)
         s = tr_last_status();

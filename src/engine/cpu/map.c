@@ -61,6 +61,10 @@ tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
 #pragma omp parallel if (rows * len > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buffers[MAP_OPERANDS][MAP_BLOCK * 8];
+        /* a value broadcast along the row is converted once per thread,
+         * not once per block */
+        const char *filled[MAP_OPERANDS] = {NULL};
+        int64_t filled_n[MAP_OPERANDS] = {0};
 
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < blocks; b++) {
@@ -75,7 +79,13 @@ tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                 const char *src = bases[k] + off[k] + start * inner[k];
                 if (dtypes[k] == in_compute && inner[k] == (int64_t)in_size) {
                     args[k - 1] = src; /* already a compact block of the right type */
+                } else if (inner[k] == 0 && filled[k] == src && filled_n[k] >= n) {
+                    args[k - 1] = buffers[k];
                 } else {
+                    if (inner[k] == 0) {
+                        filled[k] = src;
+                        filled_n[k] = n;
+                    }
                     tr__cpu_cast_row(buffers[k], (int64_t)in_size, in_compute, src, inner[k],
                                      dtypes[k], n);
                     args[k - 1] = buffers[k];

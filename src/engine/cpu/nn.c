@@ -25,6 +25,15 @@
 /* Values of a line held in a thread's buffer (256 KiB of f32). */
 #define LINE_CACHE 65536
 #define PARALLEL_ELEMENTS 32768
+/* Lines read together when a line's values are further apart in memory
+ * than neighbouring lines are (softmax over dim 0 of a matrix: each line a
+ * column): TILE lines of up to TILE_LEN values are read, and their results
+ * written, a row at a time, instead of each line walking its own column
+ * across thousands of pages.  TILE_PITCH keeps the rows of the raw buffer
+ * out of each other's cache sets. */
+#define TILE 16
+#define TILE_LEN 8192
+#define TILE_PITCH(len) ((len) + 16)
 
 enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM };
 
@@ -41,6 +50,7 @@ struct job {
     int64_t nlines, len, nblocks;
     bool cached;             /* len <= LINE_CACHE: the line is read once */
     bool direct;             /* y's lines are compact runs of the compute dtype */
+    bool tiled;              /* lines go TILE at a time (see TILE) */
     double eps;
     const void *weight;      /* len values of the compute dtype, or NULL */
     const void *bias;
@@ -52,6 +62,8 @@ struct work {
     char *block; /* BLOCK values read for a pass, when not cached */
     char *out;   /* BLOCK results before they are stored, when not direct */
     char *tmp;   /* BLOCK exponentials, to be summed */
+    char *tile;  /* TILE lines of the compute dtype, when tiled */
+    char *raw;   /* TILE lines of x's or y's dtype, TILE_PITCH apart */
     char *sums;  /* nblocks partial sums (8 bytes each) */
 };
 
@@ -81,20 +93,35 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
 }
 
 /*
- * line_f32 / line_f64: computes line l of job j.  BLK(b) is block b's
- * values (from the cached line, or read into w->block); n_b its length.
+ * line_f32 / line_f64: computes line l of job j; or, when `given` is not
+ * NULL, the line whose values are there already (compact, of the compute
+ * dtype), leaving its results there too.  block_*() gives a block's values:
+ * from the cached line, or read into w->block.
  */
 #define LINE_FN(SUF, T, LOG, SQRT)                                           \
-    /* The largest value, NaN winning. */                                    \
+    /* The largest value, NaN winning: eight running maxima (which the  \
+     * compiler vectorises), then the rest. */                               \
     static T max_##SUF(const T *a, int64_t n)                                \
     {                                                                        \
-        T m = a[0];                                                          \
-        bool nan = false;                                                    \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            m = a[i] > m ? a[i] : m;                                         \
-            nan |= a[i] != a[i];                                             \
+        T m[8];                                                              \
+        int nan[8] = {0};                                                    \
+        int64_t i = 0;                                                       \
+        for (int k = 0; k < 8; k++)                                          \
+            m[k] = a[0];                                                     \
+        for (; i + 8 <= n; i += 8)                                           \
+            for (int k = 0; k < 8; k++) {                                    \
+                m[k] = a[i + k] > m[k] ? a[i + k] : m[k];                    \
+                nan[k] |= a[i + k] != a[i + k];                              \
+            }                                                                \
+        for (; i < n; i++) {                                                 \
+            m[0] = a[i] > m[0] ? a[i] : m[0];                                \
+            nan[0] |= a[i] != a[i];                                          \
         }                                                                    \
-        return nan ? (T)NAN : m;                                             \
+        for (int k = 1; k < 8; k++) {                                        \
+            m[0] = m[k] > m[0] ? m[k] : m[0];                                \
+            nan[0] |= nan[k];                                                \
+        }                                                                    \
+        return nan[0] ? (T)NAN : m[0];                                       \
     }                                                                        \
                                                                              \
     static const T *block_##SUF(const struct job *j, struct work *w, const T *line, \
@@ -102,12 +129,12 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
     {                                                                        \
         if (line)                                                            \
             return line + b * BLOCK;                                         \
-        tr__cpu_cast_row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, j->xstep, \
+        tr__row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, j->xstep, \
                          j->xdtype, n);                                      \
         return (const T *)(const void *)w->block;                            \
     }                                                                        \
                                                                              \
-    static void line_##SUF(const struct job *j, int64_t l, struct work *w)   \
+    static void line_##SUF(const struct job *j, int64_t l, struct work *w, T *given) \
     {                                                                        \
         int64_t off[2], len = j->len, nb = j->nblocks;                       \
         const T *wt = j->weight, *bs = j->bias;                              \
@@ -122,9 +149,11 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         tr__iter_offsets(&j->lines, l, off);                                 \
         x = j->xbase + off[0];                                               \
         y = j->ybase + off[1];                                               \
-        if (j->cached) {                                                     \
+        if (given) {                                                         \
+            line = given;                                                    \
+        } else if (j->cached) {                                              \
             line = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
-            tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep, j->xdtype, len); \
+            tr__row((char *)line, sizeof(T), j->compute, x, j->xstep, j->xdtype, len); \
         }                                                                    \
         for (int pass = 0; pass < 2; pass++) {                               \
             for (int64_t b = 0; b < nb; b++) {                               \
@@ -191,7 +220,9 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         for (int64_t b = 0; b < nb; b++) {                                   \
             int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK, first = b * BLOCK; \
             const T *v = block_##SUF(j, w, line, x, b, n);                   \
-            T *dst = j->direct ? (T *)(void *)y + first : (T *)(void *)w->out; \
+            T *dst = given      ? given + first                              \
+                     : j->direct ? (T *)(void *)y + first                     \
+                                 : (T *)(void *)w->out;                       \
             switch (j->kind) {                                               \
             case K_SOFTMAX:                                                  \
                 if (!line) {                                                 \
@@ -239,8 +270,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                 }                                                            \
                 break;                                                       \
             }                                                                \
-            if (!j->direct)                                                  \
-                tr__cpu_cast_row(y + first * j->ystep, j->ystep, j->ydtype, w->out, sizeof(T), \
+            if (!j->direct && !given)                                        \
+                tr__row(y + first * j->ystep, j->ystep, j->ydtype, w->out, sizeof(T), \
                                  j->compute, n);                             \
         }                                                                    \
     }
@@ -299,15 +330,70 @@ static tr_status vector_arg(const char *name, const char *what, const struct tr_
         return tr__set_error(TR_ERR_OOM, "%s: out of memory for the %s", name, what);
     }
     tr__byte_strides(t, strides);
-    tr__cpu_cast_row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
+    tr__row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
                      t->ndim > 0 ? strides[0] : 0, t->dtype, len);
     tr_release(t);
     return TR_OK;
 }
 
+/* Typed copies between TILE lines at byte offsets offs (stepping step
+ * bytes) and the raw buffer's rows; one row position for all lines, then
+ * the next. */
+#define TILE_MOVE(T, TO_RAW)                                                 \
+    for (int64_t r = 0; r < len; r++)                                        \
+        for (int q = 0; q < nt; q++) {                                       \
+            char *a = raw + ((int64_t)q * TILE_PITCH(len) + r) * (int64_t)sizeof(T); \
+            char *b = base + offs[q] + r * step;                             \
+            if (TO_RAW)                                                      \
+                memcpy(a, b, sizeof(T));                                     \
+            else                                                             \
+                memcpy(b, a, sizeof(T));                                     \
+        }
+
+static void tile_move(char *raw, char *base, const int64_t *offs, int nt, int64_t len,
+                      int64_t step, size_t size, bool to_raw)
+{
+    switch (size) {
+    case 1: TILE_MOVE(uint8_t, to_raw); break;
+    case 2: TILE_MOVE(uint16_t, to_raw); break;
+    case 4: TILE_MOVE(uint32_t, to_raw); break;
+    default: TILE_MOVE(uint64_t, to_raw); break;
+    }
+}
+
+/* Lines l0 .. l0 + nt - 1 of a tiled job: read, computed in w->tile,
+ * written. */
+static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
+{
+    size_t csize = tr_dtype_size(j->compute), xsize = tr_dtype_size(j->xdtype);
+    size_t ysize = tr_dtype_size(j->ydtype);
+    int64_t xoffs[TILE], yoffs[TILE], off[2], len = j->len, pitch = TILE_PITCH(len);
+
+    for (int q = 0; q < nt; q++) {
+        tr__iter_offsets(&j->lines, l0 + q, off);
+        xoffs[q] = off[0];
+        yoffs[q] = off[1];
+    }
+    tile_move(w->raw, (char *)j->xbase, xoffs, nt, len, j->xstep, xsize, true);
+    for (int q = 0; q < nt; q++) {
+        char *line = w->tile + (int64_t)q * len * (int64_t)csize;
+        tr__row(line, (int64_t)csize, j->compute, w->raw + q * pitch * (int64_t)xsize,
+                (int64_t)xsize, j->xdtype, len);
+        if (j->compute == TR_DTYPE_F32)
+            line_f32(j, l0 + q, w, (float *)(void *)line);
+        else
+            line_f64(j, l0 + q, w, (double *)(void *)line);
+        tr__row(w->raw + q * pitch * (int64_t)ysize, (int64_t)ysize, j->ydtype, line,
+                (int64_t)csize, j->compute, len);
+    }
+    tile_move(w->raw, j->ybase, yoffs, nt, len, j->ystep, ysize, false);
+}
+
 static void work_free(struct work *w)
 {
     free(w->line);
+    free(w->tile);
+    free(w->raw);
     free(w->block);
     free(w->out);
     free(w->tmp);
@@ -318,17 +404,23 @@ static bool work_alloc(const struct job *j, struct work *w)
 {
     size_t size = tr_dtype_size(j->compute);
 
+    bool line = j->cached && !j->direct && !j->tiled, out = !j->direct && !j->tiled;
+
     memset(w, 0, sizeof *w);
-    if (j->cached && !j->direct)
+    if (line)
         w->line = malloc((size_t)j->len * size);
     if (!j->cached)
         w->block = malloc(BLOCK * size);
-    if (!j->direct)
+    if (out)
         w->out = malloc(BLOCK * size);
+    if (j->tiled) {
+        w->tile = malloc(TILE * (size_t)j->len * size);
+        w->raw = malloc(TILE * (size_t)TILE_PITCH(j->len) * 8);
+    }
     w->tmp = malloc(BLOCK * size);
     w->sums = malloc((size_t)j->nblocks * 8);
-    if ((j->cached && !j->direct && !w->line) || (!j->cached && !w->block) ||
-        (!j->direct && !w->out) || !w->tmp || !w->sums) {
+    if ((line && !w->line) || (!j->cached && !w->block) || (out && !w->out) ||
+        (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums) {
         work_free(w);
         return false;
     }
@@ -348,6 +440,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     struct tr_tensor *x, *y = NULL;
     void *weight = NULL, *bias = NULL;
     struct job j;
+    int64_t units;
     int d = 0, no = 0;
     bool failed = false;
     tr_status s = TR_OK;
@@ -400,6 +493,10 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     j.eps = eps_arg ? number(eps_arg) : 0;
     j.weight = weight;
     j.bias = bias;
+    j.tiled = j.len <= TILE_LEN && j.nlines > 1 &&
+              llabs(j.xstep) > (int64_t)tr_dtype_size(x->dtype) &&
+              llabs(j.lines.strides[0][j.lines.ndim - 1]) < llabs(j.xstep);
+    units = j.tiled ? (j.nlines + TILE - 1) / TILE : j.nlines;
 
 #pragma omp parallel if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
     {
@@ -411,13 +508,16 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
             failed = true;
         }
 #pragma omp for schedule(static)
-        for (int64_t l = 0; l < j.nlines; l++) {
+        for (int64_t u = 0; u < units; u++) {
             if (!have)
                 continue;
-            if (j.compute == TR_DTYPE_F32)
-                line_f32(&j, l, &w);
+            if (j.tiled)
+                tile_lines(&j, u * TILE, j.nlines - u * TILE < TILE ? (int)(j.nlines - u * TILE) : TILE,
+                           &w);
+            else if (j.compute == TR_DTYPE_F32)
+                line_f32(&j, u, &w, NULL);
             else
-                line_f64(&j, l, &w);
+                line_f64(&j, u, &w, NULL);
         }
         if (have)
             work_free(&w);

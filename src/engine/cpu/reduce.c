@@ -25,6 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "reduce_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
@@ -38,6 +42,10 @@
  * instead of each output walking its own column across thousands of
  * pages. */
 #define TILE 16
+/* Items between the rows of a tile buffer: BLOCK plus a cache line, so
+ * that the TILE rows written together do not fall in the same cache sets
+ * (rows exactly 16 KiB apart do, and thrash). */
+#define TILE_PITCH (BLOCK + 16)
 
 /* A partial or a final result of one output: a value of the pass's compute
  * dtype and, for argmax and argmin, that value's position among the n. */
@@ -67,6 +75,104 @@ struct pass {
     combine_fn combine;
     double ord; /* norm's order, for the general p-norm */
 };
+
+/* ------------------------------------------------------- exponential */
+
+#if defined(__x86_64__)
+/* Four of tr__expf at once, operation for operation (reduce_impl.h). */
+static inline __m128 expf4(__m128 v)
+{
+    __m128 nan = _mm_cmpunord_ps(v, v);
+    __m128 c = _mm_min_ps(_mm_max_ps(v, _mm_set1_ps(TR__EXP_LO)), _mm_set1_ps(TR__EXP_HI));
+    __m128 kf = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(c, _mm_set1_ps(TR__EXP_LOG2E)),
+                                      _mm_set1_ps(TR__EXP_ROUND)),
+                           _mm_set1_ps(TR__EXP_ROUND));
+    __m128 r = _mm_sub_ps(_mm_sub_ps(c, _mm_mul_ps(kf, _mm_set1_ps(TR__EXP_C1))),
+                          _mm_mul_ps(kf, _mm_set1_ps(TR__EXP_C2)));
+    __m128i k = _mm_cvttps_epi32(kf), bias = _mm_set1_epi32(127);
+    /* k / 2 rounded toward zero, as C divides */
+    __m128i k1 = _mm_srai_epi32(_mm_add_epi32(k, _mm_srli_epi32(k, 31)), 1);
+    __m128i k2 = _mm_sub_epi32(k, k1);
+    __m128 s1 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k1, bias), 23));
+    __m128 s2 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k2, bias), 23));
+    __m128 p = _mm_set1_ps(TR__EXP_P0);
+
+    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P1));
+    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P2));
+    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P3));
+    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P4));
+    p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P5));
+    p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_mul_ps(p, r), r), r), _mm_set1_ps(1.0f));
+    p = _mm_mul_ps(_mm_mul_ps(p, s1), s2);
+    return _mm_or_ps(_mm_and_ps(nan, v), _mm_andnot_ps(nan, p));
+}
+
+/* Eight at once: the same operations on 256-bit registers. */
+__attribute__((target("avx2")))
+static inline __m256 expf8(__m256 v)
+{
+    __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    __m256 c = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(TR__EXP_LO)),
+                             _mm256_set1_ps(TR__EXP_HI));
+    __m256 kf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(c, _mm256_set1_ps(TR__EXP_LOG2E)),
+                                            _mm256_set1_ps(TR__EXP_ROUND)),
+                              _mm256_set1_ps(TR__EXP_ROUND));
+    __m256 r = _mm256_sub_ps(_mm256_sub_ps(c, _mm256_mul_ps(kf, _mm256_set1_ps(TR__EXP_C1))),
+                             _mm256_mul_ps(kf, _mm256_set1_ps(TR__EXP_C2)));
+    __m256i k = _mm256_cvttps_epi32(kf), bias = _mm256_set1_epi32(127);
+    __m256i k1 = _mm256_srai_epi32(_mm256_add_epi32(k, _mm256_srli_epi32(k, 31)), 1);
+    __m256i k2 = _mm256_sub_epi32(k, k1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    __m256 p = _mm256_set1_ps(TR__EXP_P0);
+
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(TR__EXP_P1));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(TR__EXP_P2));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(TR__EXP_P3));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(TR__EXP_P4));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(TR__EXP_P5));
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r),
+                      _mm256_set1_ps(1.0f));
+    p = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_or_ps(_mm256_and_ps(nan, v), _mm256_andnot_ps(nan, p));
+}
+
+__attribute__((target("avx2")))
+static void expf_sub_row_avx2(float *y, const float *x, int64_t n, float sub)
+{
+    const __m256 vsub = _mm256_set1_ps(sub);
+    int64_t i = 0;
+
+    /* two independent chains per step: the polynomial is one long chain
+     * of dependent operations */
+    for (; i + 16 <= n; i += 16) {
+        __m256 a = expf8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vsub));
+        __m256 b = expf8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vsub));
+        _mm256_storeu_ps(y + i, a);
+        _mm256_storeu_ps(y + i + 8, b);
+    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, expf8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vsub)));
+    for (; i < n; i++)
+        y[i] = tr__expf(x[i] - sub);
+}
+#endif
+
+void tr__expf_sub_row(float *y, const float *x, int64_t n, float sub)
+{
+    int64_t i = 0;
+
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        expf_sub_row_avx2(y, x, n, sub);
+        return;
+    }
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, expf4(_mm_sub_ps(_mm_loadu_ps(x + i), _mm_set1_ps(sub))));
+#endif
+    for (; i < n; i++)
+        y[i] = tr__expf(x[i] - sub);
+}
 
 /* -------------------------------------------------------------- sums */
 
@@ -441,12 +547,12 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
 }
 
 /* Values [first, first + n) of nt outputs (at byte offsets offs from
- * base), as raw items: output q's at raw + q * BLOCK items.  Each reduced
- * position is read for all nt outputs before the next. */
+ * base), as raw items: output q's at raw + q * TILE_PITCH items.  Each
+ * reduced position is read for all nt outputs before the next. */
 #define GATHER_TILE(T)                                                       \
     for (int64_t r = 0; r < run; r++)                                        \
         for (int q = 0; q < nt; q++)                                         \
-            memcpy(raw + ((int64_t)q * BLOCK + done + r) * (int64_t)sizeof(T), \
+            memcpy(raw + ((int64_t)q * TILE_PITCH + done + r) * (int64_t)sizeof(T), \
                    src + offs[q] + r * step, sizeof(T))
 
 static void gather_tile(const struct tr__iter *it, const char *base, const int64_t *offs, int nt,
@@ -493,7 +599,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
 #pragma omp parallel if (cnt * p->n > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
-        char *raw = p->tiled ? malloc(TILE * BLOCK * size) : NULL;
+        char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
 
         if (p->tiled && !raw) {
 #pragma omp atomic write
@@ -523,11 +629,11 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                 tr__iter_offsets(&p->kept, o0 + o + q, &off[q]);
             gather_tile(&p->reduced, p->base, off, nt, first, m, size, raw);
             for (int q = 0; q < nt; q++) {
-                const char *row = raw + (int64_t)q * BLOCK * (int64_t)size;
+                const char *row = raw + (int64_t)q * TILE_PITCH * (int64_t)size;
                 if (p->dtype == ps->compute) {
                     values = row;
                 } else {
-                    tr__cpu_cast_row(buf, csize, ps->compute, row, (int64_t)size, p->dtype, m);
+                    tr__row(buf, csize, ps->compute, row, (int64_t)size, p->dtype, m);
                     values = buf;
                 }
                 ps->leaf(ps, values, m, first, params ? params[o + q] : 0,
@@ -826,7 +932,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
         for (int64_t o = 0; o < c; o++)
             finish(k, in, &accs[o], p.n, params ? params[o] : 0, ord, correction,
                    vals + o * (int64_t)fin_size);
-        tr__cpu_cast_row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
+        tr__row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
                          (int64_t)tr_dtype_size(y->dtype), y->dtype, vals, (int64_t)fin_size,
                          fin, c);
         done_outputs = o0 + c;
@@ -938,13 +1044,13 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
             tr__iter_offsets(&lines, l, off);
             for (int64_t first = 0; first < len; first += BLOCK) {
                 int64_t m = len - first < BLOCK ? len - first : BLOCK;
-                tr__cpu_cast_row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
+                tr__row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
                                  x->dtype, m);
                 if (compute == TR_DTYPE_F64)
                     scan_f64((double *)(void *)buf, m, &fcarry);
                 else
                     scan_u64((uint64_t *)(void *)buf, m, &icarry);
-                tr__cpu_cast_row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
+                tr__row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
                                  compute, m);
             }
         }

@@ -16,10 +16,6 @@
 
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "../kernel_impl.h"
 
 /* Values per block of a reduction: a block of f64 values (32 KiB) stays in
@@ -80,10 +76,11 @@
  * of e^x (tested); 0 below -104, inf above 88.73, NaN kept.
  *
  * tr__expf is the scalar form; tr__expf_sub_row runs four values at a time
- * with SSE2 (the x86-64 baseline) doing the very same IEEE operations in
- * the same order, max and min included, so every value has the same bits
- * whichever form computes it (and -ffp-contract=off keeps the compiler
- * from fusing any of them).
+ * with SSE2 (the x86-64 baseline), or eight with AVX2 where the CPU has it,
+ * doing the very same IEEE operations in the same order, max and min
+ * included, so every value has the same bits whichever form computes it,
+ * on any machine (-ffp-contract=off keeps the compiler from fusing any of
+ * them, and no FMA instruction is used).
  */
 #define TR__EXP_LO -104.0f
 #define TR__EXP_HI 88.73f
@@ -127,44 +124,9 @@ static inline float tr__expf(float x)
     return x != x ? x : p * s1 * s2;
 }
 
-/* y[i] = e^(x[i] - sub) for i < n; y may be x. */
-static inline void tr__expf_sub_row(float *y, const float *x, int64_t n, float sub)
-{
-    int64_t i = 0;
-
-#if defined(__SSE2__)
-    const __m128 vsub = _mm_set1_ps(sub), lo = _mm_set1_ps(TR__EXP_LO);
-    const __m128 hi = _mm_set1_ps(TR__EXP_HI), log2e = _mm_set1_ps(TR__EXP_LOG2E);
-    const __m128 round = _mm_set1_ps(TR__EXP_ROUND), c1 = _mm_set1_ps(TR__EXP_C1);
-    const __m128 c2 = _mm_set1_ps(TR__EXP_C2), one = _mm_set1_ps(1.0f);
-    const __m128i bias = _mm_set1_epi32(127);
-
-    for (; i + 4 <= n; i += 4) {
-        __m128 v = _mm_sub_ps(_mm_loadu_ps(x + i), vsub);
-        __m128 nan = _mm_cmpunord_ps(v, v);
-        __m128 c = _mm_min_ps(_mm_max_ps(v, lo), hi);
-        __m128 kf = _mm_sub_ps(_mm_add_ps(_mm_mul_ps(c, log2e), round), round);
-        __m128 r = _mm_sub_ps(_mm_sub_ps(c, _mm_mul_ps(kf, c1)), _mm_mul_ps(kf, c2));
-        __m128i k = _mm_cvttps_epi32(kf);
-        /* k / 2 rounded toward zero, as C divides */
-        __m128i k1 = _mm_srai_epi32(_mm_add_epi32(k, _mm_srli_epi32(k, 31)), 1);
-        __m128i k2 = _mm_sub_epi32(k, k1);
-        __m128 s1 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k1, bias), 23));
-        __m128 s2 = _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(k2, bias), 23));
-        __m128 p = _mm_set1_ps(TR__EXP_P0);
-        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P1));
-        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P2));
-        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P3));
-        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P4));
-        p = _mm_add_ps(_mm_mul_ps(p, r), _mm_set1_ps(TR__EXP_P5));
-        p = _mm_add_ps(_mm_add_ps(_mm_mul_ps(_mm_mul_ps(p, r), r), r), one);
-        p = _mm_mul_ps(_mm_mul_ps(p, s1), s2);
-        _mm_storeu_ps(y + i, _mm_or_ps(_mm_and_ps(nan, v), _mm_andnot_ps(nan, p)));
-    }
-#endif
-    for (; i < n; i++)
-        y[i] = tr__expf(x[i] - sub);
-}
+/* y[i] = e^(x[i] - sub) for i < n, each value's bits those of tr__expf
+ * (reduce.c: four or eight at a time, by what the CPU has); y may be x. */
+void tr__expf_sub_row(float *y, const float *x, int64_t n, float sub);
 
 /* The byte offset of every operand of it at element `index` of its whole
  * index space (row-major over all its folded dimensions). */
@@ -183,6 +145,31 @@ static inline void tr__iter_offsets(const struct tr__iter *it, int64_t index, in
 static inline int64_t tr__iter_count(const struct tr__iter *it)
 {
     return tr__iter_rows(it) * it->shape[it->ndim - 1];
+}
+
+/* n values from src (stepping ss bytes) to dst (stepping ds bytes),
+ * converted from dtype `from` to `to`: tr__cpu_cast_row, except that a
+ * strided copy of a dtype to itself moves typed values, where cast_row
+ * calls memcpy for each value (which dominates a walk down a column). */
+#define TR__MOVE_ROW(T)                                                      \
+    for (int64_t i = 0; i < n; i++)                                          \
+        memcpy(dst + i * ds, src + i * ss, sizeof(T))
+
+static inline void tr__row(char *dst, int64_t ds, enum tr_dtype to, const char *src, int64_t ss,
+                           enum tr_dtype from, int64_t n)
+{
+    size_t size = tr_dtype_size(from);
+
+    if (from != to || (ds == (int64_t)size && ss == (int64_t)size)) {
+        tr__cpu_cast_row(dst, ds, to, src, ss, from, n);
+        return;
+    }
+    switch (size) {
+    case 1: TR__MOVE_ROW(uint8_t); break;
+    case 2: TR__MOVE_ROW(uint16_t); break;
+    case 4: TR__MOVE_ROW(uint32_t); break;
+    default: TR__MOVE_ROW(uint64_t); break;
+    }
 }
 
 /*
@@ -212,7 +199,7 @@ static inline const void *tr__walk_block(const struct tr__iter *it, const char *
     while (n > 0) {
         int64_t run = len - col < n ? len - col : n;
         tr__iter_row_offsets(it, row, off);
-        tr__cpu_cast_row(dst, (int64_t)size, to, base + off[0] + col * step, step, from, run);
+        tr__row(dst, (int64_t)size, to, base + off[0] + col * step, step, from, run);
         dst += run * (int64_t)size;
         n -= run;
         row++;

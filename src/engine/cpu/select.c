@@ -603,6 +603,49 @@ static void quantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, int
     }
 }
 
+/* What quantize shares with its slices. */
+struct quantize_job {
+    const struct slices *sl;
+    enum tr_dtype dtype; /* x's */
+    const char *x;
+    char *q;
+    float *scales;
+    double *room;        /* a running maximum per thread */
+    int threads;
+};
+
+/* Slice j: its scale, then its values.  parallel: its blocks spread over
+ * the threads (called outside any parallel region); else all on the
+ * calling thread, which uses its own slot of room. */
+static void quantize_slice(const struct quantize_job *job, int64_t j, bool parallel)
+{
+    const struct slices *sl = job->sl;
+    const char *xj = job->x + j * sl->step_a;
+    char *qj = job->q + j * sl->step_b;
+    struct absmax m = {job->dtype, job->room, parallel};
+    struct quantize_ctx q = {job->dtype, 0};
+    double best = 0;
+
+    if (parallel) {
+        for (int t = 0; t < job->threads; t++)
+            job->room[t] = 0;
+        for_blocks(sl, xj, qj, true, absmax_block, &m);
+        for (int t = 0; t < job->threads; t++)
+            if (job->room[t] > best || job->room[t] != job->room[t])
+                best = best != best ? best : job->room[t];
+    } else {
+        m.max = &job->room[thread_index()];
+        *m.max = 0;
+        for_blocks(sl, xj, qj, false, absmax_block, &m);
+        best = *m.max;
+    }
+    /* max|x| / 127 in f64, rounded once to f32: for an f32 max the same
+     * as the f32 division, f64 having more than twice f32's digits */
+    job->scales[j] = (float)(best / 127.0);
+    q.scale = (double)job->scales[j];
+    for_blocks(sl, xj, qj, parallel, quantize_block, &q);
+}
+
 /* quantize(x, dtype=i8, dim=None) -> q, scale: scale = max|x| / 127 as
  * f32, one for x or one per index along dim. */
 tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
@@ -610,9 +653,8 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
 {
     const char *name = op->info.name;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
+    struct quantize_job job;
     struct slices sl;
-    bool per_slice;
-    int threads;
     tr_status s = TR_OK;
 
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
@@ -628,48 +670,28 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
         return give(made, 2, s, results);
     }
     slices_of(&sl, x, made[0], &args[2]);
-    /* many slices: one thread each at a time; a single one: its blocks
-     * spread over the threads */
-    per_slice = sl.count > 1;
-    threads = threads_for(true);
-    scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){threads}, TR_CPU);
+    job.sl = &sl;
+    job.dtype = x->dtype;
+    job.x = tr_tensor_data(x);
+    job.q = made[0]->storage->data + made[0]->offset;
+    job.scales = (float *)(void *)(made[1]->storage->data + made[1]->offset);
+    job.threads = threads_for(true);
+    scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){job.threads}, TR_CPU);
     if (!scratch)
         s = tr_last_status();
-    if (s == TR_OK) {
-        const char *xb = tr_tensor_data(x);
-        char *qb = made[0]->storage->data + made[0]->offset;
-        float *scales = (float *)(void *)(made[1]->storage->data + made[1]->offset);
-        /* each thread's running maximum */
-        double *room = (double *)(void *)(scratch->storage->data + scratch->offset);
-
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (per_slice && threads > 1)
-        for (int64_t j = 0; j < sl.count; j++) {
-            struct absmax m = {x->dtype, room, !per_slice};
-            struct quantize_ctx q = {x->dtype, 0};
-            const char *xj = xb + j * sl.step_a;
-            char *qj = qb + j * sl.step_b;
-            double best = 0;
-
-            if (per_slice) {
-                m.max = &room[thread_index()];
-                *m.max = 0;
-                for_blocks(&sl, xj, qj, false, absmax_block, &m);
-                best = *m.max;
-            } else {
-                for (int t = 0; t < threads; t++)
-                    room[t] = 0;
-                for_blocks(&sl, xj, qj, true, absmax_block, &m);
-                for (int t = 0; t < threads; t++)
-                    if (room[t] > best || room[t] != room[t])
-                        best = best != best ? best : room[t];
-            }
-            /* max|x| / 127 in f64, rounded once to f32: for an f32 max
-             * the same as the f32 division, f64 having more than twice
-             * f32's digits */
-            scales[j] = (float)(best / 127.0);
-            q.scale = (double)scales[j];
-            for_blocks(&sl, xj, qj, !per_slice, quantize_block, &q);
-        }
+    if (s == TR_OK && tr_tensor_numel(x) == 0) {
+        /* no values: every maximum, and so every scale, is 0 */
+        for (int64_t j = 0; j < sl.count; j++)
+            job.scales[j] = 0;
+    } else if (s == TR_OK && sl.count == 1) {
+        job.room = (double *)(void *)(scratch->storage->data + scratch->offset);
+        quantize_slice(&job, 0, true);
+    } else if (s == TR_OK) {
+        /* many slices: each on one thread */
+        job.room = (double *)(void *)(scratch->storage->data + scratch->offset);
+#pragma omp parallel for schedule(dynamic) num_threads(job.threads)
+        for (int64_t j = 0; j < sl.count; j++)
+            quantize_slice(&job, j, false);
     }
     tr_release(scratch);
     tr_release(x);
@@ -713,17 +735,22 @@ tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
         c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
     if (!c)
         s = tr_last_status();
-    if (s == TR_OK) {
+    if (s == TR_OK && tr_tensor_numel(c) > 0) {
         const float *scales = tr_tensor_data(scale);
         const char *qb = tr_tensor_data(q);
         char *cb = c->storage->data + c->offset;
 
         slices_of(&sl, q, c, &args[2]);
-#pragma omp parallel for schedule(dynamic) if (sl.count > 1)
-        for (int64_t j = 0; j < sl.count; j++) {
-            struct dequantize_ctx dq = {q->dtype, (double)scales[j]};
-            for_blocks(&sl, qb + j * sl.step_a, cb + j * sl.step_b,
-                       sl.count == 1, dequantize_block, &dq);
+        if (sl.count == 1) {
+            struct dequantize_ctx dq = {q->dtype, (double)scales[0]};
+            for_blocks(&sl, qb, cb, true, dequantize_block, &dq);
+        } else {
+#pragma omp parallel for schedule(dynamic)
+            for (int64_t j = 0; j < sl.count; j++) {
+                struct dequantize_ctx dq = {q->dtype, (double)scales[j]};
+                for_blocks(&sl, qb + j * sl.step_a, cb + j * sl.step_b, false, dequantize_block,
+                           &dq);
+            }
         }
     }
     tr_release(scale);
