@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-install_deps bats bats-assert bats-support python3-numpy valgrind zstd || exit 1
+install_deps bats bats-assert bats-support python3-numpy python3-torch valgrind zstd || exit 1
 
 jobs=$(nproc)
 passed=0 failed=0 skipped=0

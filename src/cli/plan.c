@@ -1039,7 +1039,7 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
     for (size_t s = 0; s < p->nstages; s++) {
         struct plan_stage *ps = &plan->stages[s];
         ps->reads = arena_alloc(plan, (reads[s].count + 1) * sizeof *ps->reads);
-        if (ps->reads) {
+        if (ps->reads && reads[s].count > 0) {
             memcpy(ps->reads, reads[s].names, reads[s].count * sizeof *ps->reads);
             ps->nreads = reads[s].count;
         }

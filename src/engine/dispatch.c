@@ -140,6 +140,17 @@ struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
     return t;
 }
 
+struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
+                              enum tr_dtype compute)
+{
+    const struct tr_tensor *t = arg->tensor;
+
+    if (t && (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) &&
+        tr_dtype_is_integer(t->dtype) && tr_dtype_size(t->dtype) > 1)
+        return tr_cast(arg->tensor, result);
+    return tr__arg_tensor(arg, compute);
+}
+
 /* ---------------------------------------------------------- running */
 
 tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,

@@ -32,6 +32,13 @@ struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
  * 0-d tensor holding the constant as dtype.  In the current scope. */
 struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype);
 
+/* An operand of an op whose result has dtype result, to be computed in
+ * compute: tr__arg_tensor(arg, compute), except that an integer tensor
+ * wider than a byte promoted to an f16 or bf16 result is first rounded to
+ * that dtype (a copy), as promotion says: 70000 is inf as f16. */
+struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
+                              enum tr_dtype compute);
+
 /* The dtype a kernel computes values of dtype d in: f32 for the floats up
  * to f32 (f16 and bf16 are storage types), f64, i64 for signed integers
  * and bool, u64 for unsigned ones. */

@@ -142,3 +142,10 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 0 eval 'x + 1' -i x=x.npy -o y.npy --stats text
     [[ "$stderr" == *"eval "*"cpu"* ]]
 }
+
+@test "every op and dtype agrees with NumPy and PyTorch (differential.py)" {
+    "$PY" -c 'import torch' 2>/dev/null || skip "PyTorch (python3-torch) is not installed"
+    run "$PY" "$TR_SRCDIR/tests/python/differential.py" "$TENSORRUN" "$BATS_TEST_TMPDIR/d"
+    echo "$output" | tail -n 30
+    [ "$status" -eq 0 ]
+}

@@ -161,6 +161,72 @@ static void test_nan_rules(void)
     tr_release(t);
 }
 
+/* Truth values of floats are not integers: 0.5 and NaN are true. */
+static void test_logical_floats(void)
+{
+    float a[4] = {0.5f, NAN, 0, -0.0f}, b[4] = {-INFINITY, 0.25f, 1, 2};
+    int64_t s[1] = {4};
+    struct tr_tensor *ta = tr_from_data(a, TR_DTYPE_F32, 1, s, TR_CPU);
+    struct tr_tensor *tb = tr_from_data(b, TR_DTYPE_F32, 1, s, TR_CPU), *r;
+
+    r = run("logical_and", (struct tr_arg[]){tensor_arg(ta), tensor_arg(tb)}, 2);
+    ok(r && tr_tensor_dtype(r) == TR_DTYPE_BOOL && at(r, 0, 0) == 1 && at(r, 0, 1) == 1 &&
+           at(r, 0, 2) == 0 && at(r, 0, 3) == 0,
+       "logical_and of floats: 0.5 and NaN are true, -0.0 false");
+    tr_release(r);
+    r = run("logical_or", (struct tr_arg[]){tensor_arg(ta), number_arg(0, true)}, 2);
+    ok(r && at(r, 0, 0) == 1 && at(r, 0, 1) == 1 && at(r, 0, 2) == 0,
+       "logical_or with a number");
+    tr_release(r);
+    tr_release(tb);
+    tr_release(ta);
+}
+
+/* An integer tensor promoted to f16 is rounded to f16 first: 70000 is
+ * inf, and inf * 0 NaN, though 70000 * 0 in f32 is 0. */
+static void test_integer_to_half(void)
+{
+    int32_t a[2] = {70000, 3};
+    uint16_t zero_one[2] = {0x0000, 0x3c00}; /* f16 0 and 1 */
+    int64_t s[1] = {2};
+    struct tr_tensor *ta = tr_from_data(a, TR_DTYPE_I32, 1, s, TR_CPU);
+    struct tr_tensor *th = tr_from_data(zero_one, TR_DTYPE_F16, 1, s, TR_CPU), *r;
+
+    r = run("mul", (struct tr_arg[]){tensor_arg(ta), tensor_arg(th)}, 2);
+    ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && isnan(at(r, 0, 0)) && at(r, 0, 1) == 3,
+       "i32 * f16: 70000 becomes inf as f16 first");
+    tr_release(r);
+    tr_release(th);
+    tr_release(ta);
+}
+
+/* softmax over dim 0 of i8 [16, 5]: lines across rows, computed in tiles,
+ * where each f32 result is four times as wide as its i8 input. */
+static void test_softmax_narrow_tiled(void)
+{
+    int8_t v[80];
+    int64_t s[2] = {16, 5};
+    struct tr_tensor *t, *r;
+    bool good = true;
+
+    for (int i = 0; i < 80; i++)
+        v[i] = (int8_t)(i % 7 - 3);
+    t = tr_from_data(v, TR_DTYPE_I8, 2, s, TR_CPU);
+    r = run("softmax", (struct tr_arg[]){tensor_arg(t), number_arg(0, true)}, 2);
+    for (int j = 0; r && j < 5; j++) {
+        double sum = 0, want;
+        for (int i = 0; i < 16; i++)
+            sum += exp(v[i * 5 + j]);
+        for (int i = 0; i < 16; i++) {
+            want = exp(v[i * 5 + j]) / sum;
+            good = good && fabs(at(r, i, j) - want) <= 1e-6 * want;
+        }
+    }
+    ok(r && good, "softmax(i8, dim=0) agrees with exp / sum in every column");
+    tr_release(r);
+    tr_release(t);
+}
+
 /* Ops whose kernels are not written yet fail by name; once every op of
  * the table has its kernel there is nothing left to check. */
 static void test_missing_kernel(void)
@@ -188,6 +254,64 @@ static void test_missing_kernel(void)
     tr_release(t);
 }
 
+/* A consumable temporary takes the result of an elementwise op in place;
+ * anything else that might be read again never does. */
+static void test_consumable_reuse(void)
+{
+    float a[4] = {1, 2, 3, 4}, mapped[4] = {5, 6, 7, 8};
+    int64_t s[1] = {4};
+    struct tr_tensor *t = tr_from_data(a, TR_DTYPE_F32, 1, s, TR_CPU), *view, *r;
+    struct tr_blob blob = {.data = mapped, .nbytes = sizeof mapped, .flags = TR_FLAG_READONLY};
+    struct tr_memory_stats before, after;
+    struct tr_arg args[2];
+
+    args[0] = tensor_arg(t);
+    args[0].consumable = true;
+    args[1] = number_arg(2, false);
+    tr_memory_stats(TR_CPU, &before);
+    r = run("mul", args, 2);
+    tr_memory_stats(TR_CPU, &after);
+    ok(r && tr_tensor_shares_storage(r, t) && at(r, 0, 3) == 8, "mul writes over a consumable temporary");
+    is_int(after.alloc_count - before.alloc_count, 0, "... and allocates nothing");
+    tr_release(t);
+    ok(r && at(r, 0, 0) == 2, "the result outlives the temporary's handle");
+
+    args[0] = tensor_arg(r);
+    r = run("sub", args, 2);
+    ok(r && !tr_tensor_shares_storage(r, args[0].tensor), "not without consumable");
+    tr_release(args[0].tensor);
+
+    view = tr_slice(r, 0, 0, 4, 1);
+    args[0] = tensor_arg(r);
+    args[0].consumable = true;
+    t = run("neg", args, 1);
+    ok(t && !tr_tensor_shares_storage(t, r), "not while another handle shares the storage");
+    tr_release(view);
+    tr_release(t);
+
+    t = run("add", (struct tr_arg[]){args[0], tensor_arg(r)}, 2);
+    ok(t && at(t, 0, 0) == 0, "x + x with one consumable handle");
+    tr_release(t);
+    view = tr_zeros(TR_DTYPE_F32, 2, (int64_t[]){2, 1}, TR_CPU);
+    args[0] = tensor_arg(r);
+    args[0].consumable = true;
+    args[1] = tensor_arg(view);
+    t = run("add", args, 2);
+    ok(t && tr_tensor_ndim(t) == 2 && !tr_tensor_shares_storage(t, r),
+       "not when the result is larger (broadcast)");
+    tr_release(t);
+    tr_release(view);
+    tr_release(r);
+
+    t = tr_from_blob(&blob, TR_DTYPE_F32, 1, s, NULL, TR_CPU);
+    args[0] = tensor_arg(t);
+    args[0].consumable = true;
+    r = run("exp", args, 1);
+    ok(r && !tr_tensor_shares_storage(r, t) && mapped[0] == 5, "never over read-only memory");
+    tr_release(r);
+    tr_release(t);
+}
+
 int main(void)
 {
     test_binary();
@@ -195,5 +319,9 @@ int main(void)
     test_strided_and_half();
     test_nan_rules();
     test_missing_kernel();
+    test_consumable_reuse();
+    test_logical_floats();
+    test_integer_to_half();
+    test_softmax_narrow_tiled();
     return done_testing();
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/reduce_impl.h"
 #include "tensorrun_ops.h"
 #include "tap.h"
 
@@ -378,7 +379,8 @@ static void test_argmax(void)
     ok(r && el(r, 0) == 1, "argmin: the first NaN wins");
     tr_release(r);
     r = RUN("argmax", T(x));
-    ok(r && tr_tensor_ndim(r) == 0 && el(r, 0) == 1, "argmax over the flattened [[1, 9], [9, 0]]: 1");
+    ok(r && tr_tensor_ndim(r) == 0 && el(r, 0) == 1,
+       "argmax over the flattened [[1, 9], [9, 0]]: 1");
     tr_release(r);
     r = RUN("argmax", T(x), I(0));
     ok(has_shape(r, 1, (int64_t[]){2}) && el(r, 0) == 1 && el(r, 1) == 0,
@@ -528,7 +530,8 @@ static void test_norm(void)
 static void test_all_any(void)
 {
     float v[3] = {1, 0, 0.5f}, n[2] = {NAN, 1};
-    struct tr_tensor *x = vec(v, 3), *xn = vec(n, 2), *e = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){0}, TR_CPU);
+    struct tr_tensor *x = vec(v, 3), *xn = vec(n, 2);
+    struct tr_tensor *e = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){0}, TR_CPU);
     struct tr_tensor *x2 = f32((float[]){1, 0, 1, 1}, 2, (int64_t[]){2, 2}), *r;
 
     r = RUN("all", T(x));
@@ -937,7 +940,8 @@ static void test_same_tree(void)
     den = RUN("maximum", T(nrm), F(1e-12));
     ref = RUN("div", T(x), T(den));
     q = RUN("l2_normalize", T(x));
-    ok(same_bits(q, ref), "l2_normalize(x) is x / maximum(norm(x, 2, -1, keepdim), 1e-12), bit for bit");
+    ok(same_bits(q, ref),
+       "l2_normalize(x) is x / maximum(norm(x, 2, -1, keepdim), 1e-12), bit for bit");
     tr_release(q);
     tr_release(ref);
     tr_release(den);
@@ -998,6 +1002,17 @@ static void test_accuracy_and_threads(void)
     omp_set_num_threads(4);
     r4 = RUN("sum", T(x));
     ok(same_bits(r1, r4), "sum of 3e6 f32: the same bits with 1 and 4 threads");
+    {
+        /* and with 2 and 16, more threads than this machine may have */
+        struct tr_tensor *r2, *r16;
+        omp_set_num_threads(2);
+        r2 = RUN("sum", T(x));
+        omp_set_num_threads(16);
+        r16 = RUN("sum", T(x));
+        ok(same_bits(r1, r2) && same_bits(r1, r16), "... and with 2 and 16 threads");
+        tr_release(r2);
+        tr_release(r16);
+    }
     err = fabs(el(r1, 0) - (double)exact);
     bound = log2((double)n) * 0x1p-24 * (double)absum;
     ok(err <= bound, "pairwise: error %.3g within log2(n) eps sum|x| = %.3g", err, bound);
@@ -1070,6 +1085,47 @@ static void test_accuracy_and_threads(void)
     }
 
     xt = tr_transpose(x2, 0, 1);
+    /* lines along an outer dimension (read TILE lines at a time) against
+     * the same lines made compact: softmax(x, 0) is softmax(x.T, 1).T */
+    {
+        const char *ops[3] = {"softmax", "log_softmax", "l2_normalize"};
+        struct tr_tensor *c = tr_contiguous(xt), *w, *b, *a, *d, *dt;
+        float *wv = malloc(1000 * sizeof *wv);
+        for (int k = 0; k < 3; k++) {
+            omp_set_num_threads(1);
+            a = RUN(ops[k], T(x2), I(0));
+            omp_set_num_threads(4);
+            r4 = RUN(ops[k], T(x2), I(0));
+            d = RUN(ops[k], T(c), I(1));
+            dt = d ? tr_transpose(d, 0, 1) : NULL;
+            ok(a && same_bits(a, r4) && same_bits(a, dt),
+               "%s of [1000, 3000] over dim 0: 1 thread, 4 threads and the compact transpose agree",
+               ops[k]);
+            tr_release(a);
+            tr_release(r4);
+            tr_release(d);
+            tr_release(dt);
+        }
+        for (int i = 0; wv && i < 1000; i++)
+            wv[i] = (float)uniform();
+        w = vec(wv, 1000);
+        b = RUN("mul", T(w), F(0.5));
+        a = RUN("layer_norm", T(xt), T(w), T(b));
+        d = RUN("layer_norm", T(c), T(w), T(b));
+        ok(a && same_bits(a, d),
+           "layer_norm of strided rows (a tile at a time) and of compact rows agree");
+        tr_release(a);
+        tr_release(d);
+        a = RUN("rms_norm", T(xt), T(w));
+        d = RUN("rms_norm", T(c), T(w));
+        ok(a && same_bits(a, d), "rms_norm of strided rows and of compact rows agree");
+        tr_release(a);
+        tr_release(d);
+        tr_release(w);
+        tr_release(b);
+        tr_release(c);
+        free(wv);
+    }
     omp_set_num_threads(1);
     r1 = RUN("softmax", T(xt), I(0));
     omp_set_num_threads(4);
@@ -1113,6 +1169,49 @@ static void test_accuracy_and_threads(void)
     }
 }
 
+/* The exponential of softmax and logsumexp: within 2 ulp of e^x, and the
+ * row form (SSE2 or AVX2) the same bits as the scalar form. */
+static void test_expf(void)
+{
+    enum { N = 1 << 16 };
+    static float x[N], y[N];
+    double worst = 0;
+    float worst_x = 0;
+    int64_t differ = 0, n = 0;
+
+    for (float v = -104.5f; v < 89.0f && n < N;) {
+        x[n++] = v;
+        v += fabsf(v) > 1 ? 0.00025f * fabsf(v) : 0.0001f;
+    }
+    tr__expf_sub_row(y, x, n, 0);
+    for (int64_t i = 0; i < n; i++) {
+        double ref = exp((double)x[i]);
+        double ulp = ref < 0x1p-126 ? 0x1p-149 : ldexp(1.0, ilogb(ref) - 23);
+        float s = tr__expf(x[i]);
+        differ += memcmp(&s, &y[i], sizeof s) != 0;
+        if (ref > 0x1.fffffep127)
+            continue;
+        if (fabs(y[i] - ref) / ulp > worst) {
+            worst = fabs(y[i] - ref) / ulp;
+            worst_x = x[i];
+        }
+    }
+    ok(worst <= 2, "exp within 2 ulp from -104.5 to 89 (%lld values; worst %.3f ulp at %a)",
+       (long long)n, worst, worst_x);
+    ok(differ == 0, "the row form gives the scalar form's bits (%lld differ)", (long long)differ);
+    {
+        float sp[9] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.8f, -104.0f, -87.5f, 1.0f};
+        float out[9];
+        tr__expf_sub_row(out, sp, 9, 0);
+        ok(isnan(out[0]) && isinf(out[1]) && out[2] == 0 && out[3] == 1 && out[4] == 1 &&
+               isinf(out[5]) && out[6] == 0 && out[7] > 0 && out[7] < 0x1p-126 &&
+               out[8] == expf(1.0f),
+           "exp of NaN, inf, -inf, 0, -0, overflow, underflow, a subnormal result, 1");
+        tr__expf_sub_row(out, sp + 8, 1, 1.0f);
+        ok(out[0] == 1, "exp of 1 - 1 is 1");
+    }
+}
+
 static void test_f64(void)
 {
     int64_t n = 100000;
@@ -1153,6 +1252,7 @@ int main(void)
     test_norms();
     test_same_tree();
     test_accuracy_and_threads();
+    test_expf();
     test_f64();
     return done_testing();
 }

@@ -638,6 +638,53 @@ static void test_quantize(void)
         tr_release(r[1]);
         tr_release(z);
     }
+    {
+        struct tr_tensor *e = tr_zeros(TR_DTYPE_F32, 2, (int64_t[]){3, 0}, TR_CPU);
+        run2("quantize", (struct tr_arg[]){tensor_arg(e), dtype_arg(TR_DTYPE_I8), int_arg(0)}, 3,
+             r);
+        ok(is(r[0], TR_DTYPE_I8, 2, (int64_t[]){3, 0}) && is(r[1], TR_DTYPE_F32, 1, (int64_t[]){3}) &&
+               values(r[1], (double[]){0, 0, 0}, 3),
+           "an empty tensor per row: three scales of 0");
+        back = r[0] ? run("dequantize", (struct tr_arg[]){tensor_arg(r[0]), tensor_arg(r[1]),
+                                                          int_arg(0)},
+                          3)
+                    : NULL;
+        ok(is(back, TR_DTYPE_F32, 2, (int64_t[]){3, 0}), "and back: empty");
+        tr_release(back);
+        tr_release(r[0]);
+        tr_release(r[1]);
+        tr_release(e);
+    }
+    {
+        int32_t iv[4] = {-254, 127, 3, 0};
+        double dv[3] = {1e-300, -3e-300, 0};
+        struct tr_tensor *ti = tr_from_data(iv, TR_DTYPE_I32, 1, (int64_t[]){4}, TR_CPU);
+        struct tr_tensor *td = tr_from_data(dv, TR_DTYPE_F64, 1, (int64_t[]){3}, TR_CPU);
+        run2("quantize", (struct tr_arg[]){tensor_arg(ti)}, 1, r);
+        ok(r[0] && flat(r[1], 0) == 2 && values(r[0], (double[]){-127, 64, 2, 0}, 4),
+           "quantize of i32: scale 2, 127 / 2 rounds to even 64, 3 / 2 to 2");
+        tr_release(r[0]);
+        tr_release(r[1]);
+        run2("quantize", (struct tr_arg[]){tensor_arg(td)}, 1, r);
+        ok(r[0] && flat(r[1], 0) == 0 && values(r[0], (double[]){0, 0, 0}, 3),
+           "quantize of f64 below f32's range: scale 0 (as f32), q 0");
+        tr_release(r[0]);
+        tr_release(r[1]);
+        tr_release(td);
+        tr_release(ti);
+    }
+    {
+        /* scale 2.4563782 / 127 = 0.01934156 (f32); -1.4989709 / scale is
+         * -77.5 in f32 (so -78, to even) but -77.4999979 in f64 (-77) */
+        float half[2] = {-1.4989709f, 2.4563782f};
+        struct tr_tensor *th = tr_from_data(half, TR_DTYPE_F32, 1, (int64_t[]){2}, TR_CPU);
+        run2("quantize", (struct tr_arg[]){tensor_arg(th)}, 1, r);
+        ok(r[0] && flat(r[1], 0) == (double)0.01934156f && values(r[0], (double[]){-78, 127}, 2),
+           "quantize divides in f32: a quotient that rounds to k + 0.5 goes to even");
+        tr_release(r[0]);
+        tr_release(r[1]);
+        tr_release(th);
+    }
 }
 
 /* The round trip of random values (a zero row among them), whole and per

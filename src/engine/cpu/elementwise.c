@@ -259,8 +259,9 @@ COMPARE_ALL(lt, p < q)
 COMPARE_ALL(le, p <= q)
 COMPARE_ALL(gt, p > q)
 COMPARE_ALL(ge, p >= q)
-BINARY(and_i64, int64_t, uint8_t, p != 0 && q != 0)
-BINARY(or_i64, int64_t, uint8_t, p != 0 || q != 0)
+/* NaN is true: it is not 0 */
+COMPARE_ALL(and, p != 0 && q != 0)
+COMPARE_ALL(or, p != 0 || q != 0)
 
 static const struct loops binary_loops[] = {
     {"add", add_f32, add_f64, add_i64, add_u64},
@@ -276,13 +277,14 @@ static const struct loops binary_loops[] = {
     {"le", le_f32, le_f64, le_i64, le_u64},
     {"gt", gt_f32, gt_f64, gt_i64, gt_u64},
     {"ge", ge_f32, ge_f64, ge_i64, ge_u64},
-    {"logical_and", NULL, NULL, and_i64, and_i64},
-    {"logical_or", NULL, NULL, or_i64, or_i64},
+    {"logical_and", and_f32, and_f64, and_i64, and_u64},
+    {"logical_or", or_f32, or_f64, or_i64, or_u64},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* The dtype both operands of a binary op are computed in: the result's,
- * or for comparisons and logic the operands' common one. */
+ * or for comparisons and logic the operands' common one (a float stays a
+ * float for logic: 0.5 is true, and would be 0 as an integer). */
 static enum tr_dtype operand_dtype(const struct tr__op *op, const struct tr_arg *args,
                                    const struct tr_value *out)
 {
@@ -290,9 +292,8 @@ static enum tr_dtype operand_dtype(const struct tr__op *op, const struct tr_arg 
     struct tr_value b = args[1].tensor ? tr_value_of(args[1].tensor) : args[1].value;
     enum tr_dtype d = out->dtype;
 
-    if (op->rule == TR__RULE_LOGICAL)
-        return TR_DTYPE_I64;
-    if (op->rule == TR__RULE_COMPARE && tr_promote(&a, &b, &d) != TR_OK)
+    if ((op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL) &&
+        tr_promote(&a, &b, &d) != TR_OK)
         d = TR_DTYPE_F64;
     return tr__compute_dtype(d);
 }
@@ -313,8 +314,8 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
                        tr_dtype_name(compute));
     /* numbers become tensors of the compute dtype: exact for weak scalars */
     y = tr__reuse_result(args, 2, out);
-    a = tr__arg_tensor(&args[0], compute);
-    b = a ? tr__arg_tensor(&args[1], compute) : NULL;
+    a = tr__operand(&args[0], out->dtype, compute);
+    b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
     if (b && !y)
         y = tr__result(out, a->storage->device.kind == TR_DEV_CPU ? a->storage->device
                                                                    : b->storage->device);
@@ -406,7 +407,7 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
             in[n] = c ? tr_cast(c, TR_DTYPE_BOOL) : NULL;
             tr_release(c);
         } else {
-            in[n] = tr__arg_tensor(&args[i], compute);
+            in[n] = tr__operand(&args[i], out->dtype, compute);
         }
         if (!in[n++])
             s = tr_last_status();

@@ -99,8 +99,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
  * from the cached line, or read into w->block.
  */
 #define LINE_FN(SUF, T, LOG, SQRT)                                           \
-    /* The largest value, NaN winning: eight running maxima (which the  \
-     * compiler vectorises), then the rest. */                               \
+    /* The largest value, NaN winning: eight running maxima (which the       \
+     * compiler may vectorise), then the rest. */                            \
     static T max_##SUF(const T *a, int64_t n)                                \
     {                                                                        \
         T m[8];                                                              \
@@ -129,8 +129,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
     {                                                                        \
         if (line)                                                            \
             return line + b * BLOCK;                                         \
-        tr__row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, j->xstep, \
-                         j->xdtype, n);                                      \
+        tr__cpu_cast_row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, \
+                         j->xstep, j->xdtype, n);                            \
         return (const T *)(const void *)w->block;                            \
     }                                                                        \
                                                                              \
@@ -153,7 +153,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
             line = given;                                                    \
         } else if (j->cached) {                                              \
             line = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
-            tr__row((char *)line, sizeof(T), j->compute, x, j->xstep, j->xdtype, len); \
+            tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep,   \
+                             j->xdtype, len);                                \
         }                                                                    \
         for (int pass = 0; pass < 2; pass++) {                               \
             for (int64_t b = 0; b < nb; b++) {                               \
@@ -271,8 +272,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                 break;                                                       \
             }                                                                \
             if (!j->direct && !given)                                        \
-                tr__row(y + first * j->ystep, j->ystep, j->ydtype, w->out, sizeof(T), \
-                                 j->compute, n);                             \
+                tr__cpu_cast_row(y + first * j->ystep, j->ystep, j->ydtype, w->out, \
+                                 sizeof(T), j->compute, n);                  \
         }                                                                    \
     }
 
@@ -330,7 +331,7 @@ static tr_status vector_arg(const char *name, const char *what, const struct tr_
         return tr__set_error(TR_ERR_OOM, "%s: out of memory for the %s", name, what);
     }
     tr__byte_strides(t, strides);
-    tr__row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
+    tr__cpu_cast_row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
                      t->ndim > 0 ? strides[0] : 0, t->dtype, len);
     tr_release(t);
     return TR_OK;
@@ -361,13 +362,15 @@ static void tile_move(char *raw, char *base, const int64_t *offs, int nt, int64_
     }
 }
 
-/* Lines l0 .. l0 + nt - 1 of a tiled job: read, computed in w->tile,
- * written. */
+/* Lines l0 .. l0 + nt - 1 of a tiled job: read into the first half of
+ * w->raw, computed in w->tile, written from the second half (one half
+ * for both would have a wider y overwrite x rows not yet read). */
 static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
 {
     size_t csize = tr_dtype_size(j->compute), xsize = tr_dtype_size(j->xdtype);
     size_t ysize = tr_dtype_size(j->ydtype);
     int64_t xoffs[TILE], yoffs[TILE], off[2], len = j->len, pitch = TILE_PITCH(len);
+    char *yraw = w->raw + TILE * pitch * 8;
 
     for (int q = 0; q < nt; q++) {
         tr__iter_offsets(&j->lines, l0 + q, off);
@@ -377,16 +380,16 @@ static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
     tile_move(w->raw, (char *)j->xbase, xoffs, nt, len, j->xstep, xsize, true);
     for (int q = 0; q < nt; q++) {
         char *line = w->tile + (int64_t)q * len * (int64_t)csize;
-        tr__row(line, (int64_t)csize, j->compute, w->raw + q * pitch * (int64_t)xsize,
-                (int64_t)xsize, j->xdtype, len);
+        tr__cpu_cast_row(line, (int64_t)csize, j->compute, w->raw + q * pitch * (int64_t)xsize,
+                         (int64_t)xsize, j->xdtype, len);
         if (j->compute == TR_DTYPE_F32)
             line_f32(j, l0 + q, w, (float *)(void *)line);
         else
             line_f64(j, l0 + q, w, (double *)(void *)line);
-        tr__row(w->raw + q * pitch * (int64_t)ysize, (int64_t)ysize, j->ydtype, line,
-                (int64_t)csize, j->compute, len);
+        tr__cpu_cast_row(yraw + q * pitch * (int64_t)ysize, (int64_t)ysize, j->ydtype, line,
+                         (int64_t)csize, j->compute, len);
     }
-    tile_move(w->raw, j->ybase, yoffs, nt, len, j->ystep, ysize, false);
+    tile_move(yraw, j->ybase, yoffs, nt, len, j->ystep, ysize, false);
 }
 
 static void work_free(struct work *w)
@@ -415,7 +418,7 @@ static bool work_alloc(const struct job *j, struct work *w)
         w->out = malloc(BLOCK * size);
     if (j->tiled) {
         w->tile = malloc(TILE * (size_t)j->len * size);
-        w->raw = malloc(TILE * (size_t)TILE_PITCH(j->len) * 8);
+        w->raw = malloc(2 * TILE * (size_t)TILE_PITCH(j->len) * 8);
     }
     w->tmp = malloc(BLOCK * size);
     w->sums = malloc((size_t)j->nblocks * 8);
@@ -509,11 +512,12 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
         }
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; u++) {
+            int64_t left = j.nlines - u * TILE;
+
             if (!have)
                 continue;
             if (j.tiled)
-                tile_lines(&j, u * TILE, j.nlines - u * TILE < TILE ? (int)(j.nlines - u * TILE) : TILE,
-                           &w);
+                tile_lines(&j, u * TILE, left < TILE ? (int)left : TILE, &w);
             else if (j.compute == TR_DTYPE_F32)
                 line_f32(&j, u, &w, NULL);
             else

@@ -38,10 +38,11 @@
 #define PARALLEL_ELEMENTS 32768
 /* Outputs read together when the reduced values are further apart in
  * memory than neighbouring outputs (a reduction over an outer dimension):
- * a block of TILE outputs is read row by row, a cache line at a time,
+ * a block of TILE outputs is read row by row, 256 bytes of f32 at a time,
  * instead of each output walking its own column across thousands of
- * pages. */
-#define TILE 16
+ * pages.  (64 measured 1.5 times faster than 16 and 32; the tile buffer
+ * is at most 2 MiB a thread.) */
+#define TILE 64
 /* Items between the rows of a tile buffer: BLOCK plus a cache line, so
  * that the TILE rows written together do not fall in the same cache sets
  * (rows exactly 16 KiB apart do, and thrash). */
@@ -633,7 +634,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                 if (p->dtype == ps->compute) {
                     values = row;
                 } else {
-                    tr__row(buf, csize, ps->compute, row, (int64_t)size, p->dtype, m);
+                    tr__cpu_cast_row(buf, csize, ps->compute, row, (int64_t)size, p->dtype, m);
                     values = buf;
                 }
                 ps->leaf(ps, values, m, first, params ? params[o + q] : 0,
@@ -932,7 +933,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
         for (int64_t o = 0; o < c; o++)
             finish(k, in, &accs[o], p.n, params ? params[o] : 0, ord, correction,
                    vals + o * (int64_t)fin_size);
-        tr__row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
+        tr__cpu_cast_row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
                          (int64_t)tr_dtype_size(y->dtype), y->dtype, vals, (int64_t)fin_size,
                          fin, c);
         done_outputs = o0 + c;
@@ -1044,13 +1045,13 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
             tr__iter_offsets(&lines, l, off);
             for (int64_t first = 0; first < len; first += BLOCK) {
                 int64_t m = len - first < BLOCK ? len - first : BLOCK;
-                tr__row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
+                tr__cpu_cast_row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
                                  x->dtype, m);
                 if (compute == TR_DTYPE_F64)
                     scan_f64((double *)(void *)buf, m, &fcarry);
                 else
                     scan_u64((uint64_t *)(void *)buf, m, &icarry);
-                tr__row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
+                tr__cpu_cast_row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
                                  compute, m);
             }
         }

@@ -147,31 +147,6 @@ static inline int64_t tr__iter_count(const struct tr__iter *it)
     return tr__iter_rows(it) * it->shape[it->ndim - 1];
 }
 
-/* n values from src (stepping ss bytes) to dst (stepping ds bytes),
- * converted from dtype `from` to `to`: tr__cpu_cast_row, except that a
- * strided copy of a dtype to itself moves typed values, where cast_row
- * calls memcpy for each value (which dominates a walk down a column). */
-#define TR__MOVE_ROW(T)                                                      \
-    for (int64_t i = 0; i < n; i++)                                          \
-        memcpy(dst + i * ds, src + i * ss, sizeof(T))
-
-static inline void tr__row(char *dst, int64_t ds, enum tr_dtype to, const char *src, int64_t ss,
-                           enum tr_dtype from, int64_t n)
-{
-    size_t size = tr_dtype_size(from);
-
-    if (from != to || (ds == (int64_t)size && ss == (int64_t)size)) {
-        tr__cpu_cast_row(dst, ds, to, src, ss, from, n);
-        return;
-    }
-    switch (size) {
-    case 1: TR__MOVE_ROW(uint8_t); break;
-    case 2: TR__MOVE_ROW(uint16_t); break;
-    case 4: TR__MOVE_ROW(uint32_t); break;
-    default: TR__MOVE_ROW(uint64_t); break;
-    }
-}
-
 /*
  * Elements [first, first + n) of the walk it (one operand: a strided view
  * folded by tr__iter_init, elements in row-major order) from base, as n
@@ -199,7 +174,7 @@ static inline const void *tr__walk_block(const struct tr__iter *it, const char *
     while (n > 0) {
         int64_t run = len - col < n ? len - col : n;
         tr__iter_row_offsets(it, row, off);
-        tr__row(dst, (int64_t)size, to, base + off[0] + col * step, step, from, run);
+        tr__cpu_cast_row(dst, (int64_t)size, to, base + off[0] + col * step, step, from, run);
         dst += run * (int64_t)size;
         n -= run;
         row++;

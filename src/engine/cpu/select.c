@@ -184,21 +184,36 @@ static void offer(struct entry *best, int64_t *count, int64_t k, struct entry e)
     best[lo] = e;
 }
 
-/* The k first entries of a line of n values (x's bytes from line, item
- * stride stride) in the order asked for, into best.  room holds the
- * line's 2n entries when k is large, and BLOCK values to convert. */
-static void select_line(struct entry *best, int64_t k, const char *line, int64_t stride,
-                        enum tr_dtype dtype, int64_t n, bool descending, char *room)
+/* Whether a line's k first entries are kept in a sorted array as the
+ * values go by, rather than found by sorting them all. */
+static bool keeps_best(int64_t k, int64_t n)
+{
+    return k <= PARTIAL_K && k < n;
+}
+
+/* The room select_line needs for k of n: the entries (k kept, or all n
+ * and as many again to merge), and a block of values read as keys. */
+static int64_t room_bytes(int64_t k, int64_t n)
+{
+    return (keeps_best(k, n) ? k : 2 * n) * (int64_t)sizeof(struct entry) + BLOCK * 8;
+}
+
+/* The k first entries, in the order asked for, of a line of n values
+ * (dtype, at line with a stride of stride bytes); room is room_bytes(k,
+ * n) bytes.  Returns where they are, in room. */
+static const struct entry *select_line(int64_t k, const char *line, int64_t stride,
+                                       enum tr_dtype dtype, int64_t n, bool descending,
+                                       char *room)
 {
     enum tr_dtype kd = key_dtype(dtype);
-    bool partial = k <= PARTIAL_K && k < n;
-    struct entry *all = partial ? best : (struct entry *)(void *)room;
-    char *values = partial ? room : room + 2 * n * (int64_t)sizeof(struct entry);
+    bool partial = keeps_best(k, n);
+    struct entry *entries = (struct entry *)(void *)room;
+    char *values = room + (partial ? k : 2 * n) * (int64_t)sizeof(struct entry);
     uint64_t keys[BLOCK];
     int64_t count = 0;
 
     if (k == 0)
-        return;
+        return entries;
     for (int64_t first = 0; first < n; first += BLOCK) {
         int64_t m = n - first < BLOCK ? n - first : BLOCK;
         tr__cpu_cast_row(values, 8, kd, line + first * stride, stride, dtype, m);
@@ -206,15 +221,14 @@ static void select_line(struct entry *best, int64_t k, const char *line, int64_t
         for (int64_t i = 0; i < m; i++) {
             struct entry e = {keys[i], first + i};
             if (partial)
-                offer(best, &count, k, e);
+                offer(entries, &count, k, e);
             else
-                all[first + i] = e;
+                entries[first + i] = e;
         }
     }
-    if (!partial) {
-        merge_sort(all, all + n, n);
-        memcpy(best, all, (size_t)k * sizeof *best);
-    }
+    if (!partial)
+        merge_sort(entries, entries + n, n);
+    return entries;
 }
 
 /*
@@ -230,7 +244,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     bool topk = op->rule == TR__RULE_TOPK, argsort = op->rule == TR__RULE_ARGSORT;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
     struct tr_tensor *values = NULL, *indices = NULL;
-    int64_t n, k, lines, xs, os, line_bytes, entry_bytes;
+    int64_t n, k, lines, xs, os, line_bytes;
     int64_t other_shape[TR_MAX_DIMS], other_x[TR_MAX_DIMS], other_o[TR_MAX_DIMS];
     int64_t out_strides[TR_MAX_DIMS];
     size_t item;
@@ -273,12 +287,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     lines = tr_tensor_numel(x) / n;
     parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
     threads = threads_for(parallel);
-    /* room per thread: k best entries, the line's entries and as many
-     * again to merge (when sorting it all), and a block of values */
-    entry_bytes = k * (int64_t)sizeof(struct entry);
-    if (!(k <= PARTIAL_K && k < n))
-        entry_bytes += 2 * n * (int64_t)sizeof(struct entry);
-    line_bytes = entry_bytes + BLOCK * 8;
+    line_bytes = room_bytes(k, n);
     scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes}, TR_CPU);
     if (!scratch) {
         tr_release(x);
@@ -292,8 +301,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
 
 #pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
         for (int64_t line = 0; line < lines; line++) {
-            char *mine = room + (int64_t)thread_index() * line_bytes;
-            struct entry *best = (struct entry *)(void *)mine;
+            const struct entry *best;
             int64_t xo = 0, oo = 0, rest = line;
 
             for (int i = nother - 1; i >= 0; i--) {
@@ -302,8 +310,8 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
                 xo += at * other_x[i];
                 oo += at * other_o[i];
             }
-            select_line(best, k, xbase + xo, xs, x->dtype, n, descending,
-                        mine + k * (int64_t)sizeof(struct entry));
+            best = select_line(k, xbase + xo, xs, x->dtype, n, descending,
+                               room + (int64_t)thread_index() * line_bytes);
             for (int64_t j = 0; j < k; j++) {
                 ibase[oo + j * os] = best[j].index;
                 if (vbase)
@@ -587,15 +595,23 @@ struct quantize_ctx {
 };
 
 /* q (operand b, i8) = clamp(round_half_even(x / scale), -127, 127), 0
- * where the quotient is NaN (scale 0, or x or scale NaN). */
+ * where the quotient is NaN (scale 0, or x or scale NaN).  The quotient
+ * is rounded in x's compute dtype (f32 but for f64) before it is rounded
+ * to an integer, as PyTorch does: an f32 quotient that rounds to exactly
+ * k + 0.5 goes to the even neighbour even when the f64 quotient lies just
+ * off the half. */
 static void quantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, int64_t n, void *ctx)
 {
     const struct quantize_ctx *q = ctx;
+    float scale32 = (float)q->scale;
+    bool wide = q->dtype == TR_DTYPE_F64;
     double v[BLOCK];
 
     tr__cpu_cast_row((char *)v, 8, TR_DTYPE_F64, pa, sa, q->dtype, n);
     for (int64_t i = 0; i < n; i++) {
-        double r = q->scale == 0 ? 0 : nearbyint(v[i] / q->scale);
+        double r = q->scale == 0 ? 0
+                   : wide        ? nearbyint(v[i] / q->scale)
+                                 : nearbyintf((float)v[i] / scale32);
         if (r != r)
             r = 0;
         r = r > 127 ? 127 : r < -127 ? -127 : r;

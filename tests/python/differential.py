@@ -1,0 +1,1509 @@
+#!/usr/bin/python3
+"""Differential test of every op through `tensorrun eval`, against NumPy and PyTorch.
+
+For every op that `tensorrun ops --json` lists and every dtype its entry says
+it takes, statements run through `tensorrun eval` and NumPy and PyTorch (CPU)
+compute the same thing in float64, with PyTorch's semantics where SPEC.md
+promises them: type promotion between tensors and with weak scalars, integer
+true division giving f32, NaN winning in max/min/maximum/minimum/clamp,
+stable sorts and topk with NaN last (first when descending), sums of integers
+in i64/u64.  Inputs are broadcast, strided (x.T, x[::2, 1:], x[::-1, ::-2],
+x.mT, x[..., None]), 0-d and empty; reductions take negative dims, lists of
+dims and keepdim; float inputs carry NaN, +-inf and -0.0; integer arithmetic
+must wrap.
+
+Integer, bool, copy, view, cast and index results must match exactly.  Float
+results must lie within a tolerance fitted to the dtype and the op: f32/f64
+elementwise about 8 ulp; f16/bf16 (computed in f32, then rounded) within 1
+ulp of the float64 result rounded through f32; sums within log2(n)*eps*sum|x|
+(SPEC.md section 8); matmul within K*eps*sum|a||b|.  bf16 cannot be in .npy:
+it goes in as f32 and `cast(x, bf16)` and comes back as .safetensors, so its
+dtype is checked too.  rand/randn are checked for dtype, shape, range,
+moments and determinism; sum, mean, softmax, matmul, norm and cumsum must give
+the same bits with --threads 1 and --threads 2.
+
+Checks are batched into few eval calls; a batch that fails is split until
+the failing checks are alone.  Ops without a kernel yet ("cannot run yet")
+are skipped.  Each failure prints the eval command that reproduces it (its
+inputs stay in WORKDIR/in).
+
+Usage: differential.py TENSORRUN WORKDIR     (exit 0 when all agree)
+"""
+import concurrent.futures
+import hashlib
+import json
+import math
+import os
+import re
+import shlex
+import struct
+import subprocess
+import sys
+import threading
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+TENSORRUN, WORK = sys.argv[1], sys.argv[2]
+np.seterr(all="ignore")
+warnings.simplefilter("ignore", RuntimeWarning)   # NaN, inf and empty slices are meant
+torch.set_num_threads(1)
+RNG = np.random.default_rng(20240611)
+
+DTYPES = ["bool", "u8", "u16", "u32", "u64", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64"]
+UNSIGNED = ["u8", "u16", "u32", "u64"]
+SIGNED = ["i8", "i16", "i32", "i64"]
+INTS = UNSIGNED + SIGNED
+FLOATS = ["f16", "bf16", "f32", "f64"]
+# bf16 is carried in NumPy as float32 arrays that hold bf16 values
+NP = dict(bool=np.bool_, u8=np.uint8, u16=np.uint16, u32=np.uint32, u64=np.uint64,
+          i8=np.int8, i16=np.int16, i32=np.int32, i64=np.int64,
+          f16=np.float16, bf16=np.float32, f32=np.float32, f64=np.float64)
+NAME_OF = {np.dtype(v): k for k, v in NP.items() if k != "bf16"}
+BITS = dict(bool=8, u8=8, u16=16, u32=32, u64=64, i8=8, i16=16, i32=32, i64=64,
+            f16=16, bf16=16, f32=32, f64=64)
+PREC = dict(f16=(11, -14), bf16=(8, -126), f32=(24, -126), f64=(53, -1022))  # (digits, emin)
+EPS = {k: 2.0 ** (1 - p) for k, (p, _) in PREC.items()}
+BF16_MAX = (2 - 2 ** -7) * 2.0 ** 127
+TORCH_DT = dict(bool=torch.bool, u8=torch.uint8, i8=torch.int8, i16=torch.int16, i32=torch.int32,
+                i64=torch.int64, f16=torch.float16, bf16=torch.bfloat16, f32=torch.float32,
+                f64=torch.float64)
+
+checks = 0
+failures = []
+lock = threading.Lock()
+skipped = {}        # op -> set of labels
+covered = set()
+
+
+# ---------------------------------------------------------------- values
+
+class TV:
+    """A typed value: a tensorrun dtype name and a NumPy array holding its values."""
+    def __init__(self, dt, a):
+        self.dt, self.a = dt, np.asarray(a, dtype=NP[dt])
+
+    def view(self, fn):
+        return TV(self.dt, fn(self.a))
+
+
+def round_bf16(a):
+    """float64 values rounded to bfloat16 (to nearest, ties to even), as float32."""
+    a = np.asarray(a, dtype=np.float64)
+    _, e = np.frexp(a)
+    ulp = np.ldexp(1.0, np.maximum(e, -125) - 8)
+    r = np.round(a / ulp) * ulp
+    r = np.where(np.isfinite(a), r, a)
+    r = np.where(np.abs(r) > BF16_MAX, np.copysign(np.inf, a), r)
+    return r.astype(np.float32)
+
+
+def round_to(dt, a, via_f32=False):
+    """float64 values rounded to the float dtype dt; through f32 first for results
+    that tensorrun computes in f32 (f16 and bf16 are storage types)."""
+    a = np.asarray(a, dtype=np.float64)
+    if via_f32 and dt in ("f16", "bf16"):
+        a = a.astype(np.float32).astype(np.float64)
+    return round_bf16(a) if dt == "bf16" else a.astype(NP[dt])
+
+
+def limits(dt):
+    info = np.iinfo(NP[dt])
+    return int(info.min), int(info.max)
+
+
+def convert(x, dt):
+    """cast(x, dt) as SPEC.md section 8 says: float to int truncates and
+    saturates (NaN -> 0), integer narrowing wraps, floats round to nearest."""
+    src, a = x.dt, x.a
+    if src == dt:
+        return TV(dt, a.copy())
+    if dt == "bool":
+        return TV(dt, a != 0)
+    if dt in FLOATS:
+        if src in FLOATS or dt not in ("f32", "f64"):
+            return TV(dt, round_to(dt, a.astype(np.float64)))
+        return TV(dt, a.astype(NP[dt]))
+    if src in FLOATS:
+        f = np.trunc(a.astype(np.float64))
+        lo, hi = limits(dt)
+        out = np.zeros(a.shape, NP[dt])
+        big, small = f >= float(hi), f <= float(lo)
+        mid = ~(big | small | np.isnan(f))
+        out[mid] = f[mid].astype(NP[dt])
+        out[big], out[small] = hi, lo
+        return TV(dt, out)
+    return TV(dt, a.astype(NP[dt]))  # integers and bool: two's complement wrap
+
+
+def promote(d1, d2):
+    """Result dtype of two tensors: PyTorch's rules, and SPEC.md's for the unsigned
+    types PyTorch lacks (smallest signed type holding both; u64 with signed: None)."""
+    if d1 == d2:
+        return d1
+    if d1 == "bool" or d2 == "bool":
+        return d2 if d1 == "bool" else d1
+    if d1 in FLOATS and d2 in FLOATS:
+        if {d1, d2} == {"f16", "bf16"}:
+            return "f32"
+        return d1 if BITS[d1] > BITS[d2] else d2
+    if d1 in FLOATS or d2 in FLOATS:
+        return d1 if d1 in FLOATS else d2
+    if (d1 in SIGNED) == (d2 in SIGNED):
+        return d1 if BITS[d1] > BITS[d2] else d2
+    u, s = (d1, d2) if d1 in UNSIGNED else (d2, d1)
+    if u == "u64":
+        return None
+    return "i%d" % max(2 * BITS[u], BITS[s])
+
+
+def promote_weak(dt, s):
+    """Result dtype of a tensor and a number written in the statement (a weak scalar)."""
+    if isinstance(s, bool):
+        return dt
+    if isinstance(s, int):
+        return "i64" if dt == "bool" else dt
+    return dt if dt in FLOATS else "f32"
+
+
+def rtype(*vals):
+    tensors = [v for v in vals if isinstance(v, TV)]
+    dt = tensors[0].dt
+    for t in tensors[1:]:
+        dt = promote(dt, t.dt)
+        if dt is None:
+            return None
+    for s in vals:
+        if not isinstance(s, TV) and s is not None:
+            dt = promote_weak(dt, s)
+    return dt
+
+
+def conv(v, dt):
+    """A tensor or weak scalar as values of dtype dt."""
+    if isinstance(v, TV):
+        return convert(v, dt).a
+    sdt = "bool" if isinstance(v, bool) else "i64" if isinstance(v, int) else "f64"
+    return convert(TV(sdt, np.array(v)), dt).a
+
+
+def fdt(dt):
+    """The dtype of a float op's result: floats stay, integers and bool give f32."""
+    return dt if dt in FLOATS else "f32"
+
+
+def fvals(x):
+    """x's values as a float op computes with them (integers through f32), in float64."""
+    return convert(x, fdt(x.dt)).a.astype(np.float64)
+
+
+def acc(dt):
+    """eps of the precision a float op on dt computes in."""
+    return EPS["f64"] if dt == "f64" else EPS["f32"]
+
+
+def t64(a):
+    return torch.from_numpy(np.array(a, np.float64, order="C"))
+
+
+SPECIALS = [np.nan, np.inf, -np.inf, -0.0, 0.0, np.nan]
+
+
+def gen(dt, shape, kind="small", specials=True):
+    """Test values of dtype dt.  kind: 'full' (integers over their whole range,
+    floats ~N(0, 100)), 'small' (integers near 0, floats ~N(0, 2)), 'mix' (many
+    ties: half small, half full integers; floats in steps of 0.5), 'pos' (no
+    negatives, no zero), 'exp' (integers 0..4, floats as small)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if dt == "bool":
+        a = RNG.integers(0, 2, n).astype(bool)
+    elif dt in INTS:
+        lo, hi = limits(dt)
+        full = RNG.integers(lo, hi, n, dtype=NP[dt], endpoint=True)
+        if n >= 4:
+            full[:4] = [lo, hi, 0, 1] if dt in UNSIGNED else [lo, hi, -1, 0]
+            full = RNG.permutation(full)
+        small = RNG.integers(0, 13, n) if dt in UNSIGNED else RNG.integers(-6, 7, n)
+        a = {"full": full, "small": small, "pos": RNG.integers(1, 10, n), "exp": RNG.integers(0, 5, n),
+             "mix": np.where(RNG.integers(0, 2, n) == 1, small.astype(NP[dt]), full)}[kind]
+        a = a.astype(NP[dt])
+    else:
+        v = RNG.standard_normal(n)
+        v = {"full": v * 100, "small": v * 2, "exp": v * 2, "pos": np.abs(v) * 2 + 0.125,
+             "mix": np.round(v * 4) / 2}[kind]
+        if specials and kind != "pos" and n >= 8:
+            v[RNG.choice(n, len(SPECIALS), replace=False)] = SPECIALS
+        a = round_to(dt, v)
+    return TV(dt, np.asarray(a).reshape(shape))
+
+
+# ---------------------------------------------------------------- expectations
+
+def ordered(g, dt):
+    """Float bits as integers ordered like the values (+0 and -0 both 0)."""
+    if dt == "f64":
+        b, sign = np.array(g, np.float64, order="C").view(np.uint64), np.uint64(1 << 63)
+        m = (b & ~sign).astype(np.float64)   # exact for the distances that matter here
+        return np.where((b & sign) != 0, -m, m)
+    if dt == "f32":
+        b, sign = np.array(g, np.float32, order="C").view(np.uint32).astype(np.int64), 1 << 31
+    elif dt == "f16":
+        b, sign = np.array(g, np.float16, order="C").view(np.uint16).astype(np.int64), 1 << 15
+    else:
+        b, sign = (np.array(g, np.float32, order="C").view(np.uint32) >> 16).astype(np.int64), 1 << 15
+    m = b & (sign - 1)
+    return np.where((b & sign) != 0, -m, m)
+
+
+def ulp(dt, r):
+    p, emin = PREC[dt]
+    r = np.asarray(r, np.float64)
+    _, e = np.frexp(r)
+    e = np.where(np.isfinite(r) & (r != 0), e, emin + 1)
+    return np.ldexp(1.0, np.maximum(e, emin + 1) - p)
+
+
+def first_bad(bad, got, exp, tol=None):
+    idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    msg = f"{int(bad.sum())} of {bad.size} values differ; first at {list(idx)}: expected {exp[idx]!r}, got {got[idx]!r}"
+    if tol is not None:
+        msg += f" (tolerance {float(tol[idx]):.3g})"
+    return msg
+
+
+def head(gdt, g, dt, shape):
+    if gdt != dt:
+        return f"dtype {gdt}, expected {dt}"
+    if tuple(g.shape) != tuple(shape):
+        return f"shape {list(g.shape)}, expected {list(shape)}"
+    return None
+
+
+class Exact:
+    """Equal values (NaN matches NaN; -0.0 and 0.0 differ only with zero_sign)."""
+    def __init__(self, dt, values, zero_sign=False):
+        self.dt, self.ref, self.zero_sign = dt, np.asarray(values, NP[dt]), zero_sign
+
+    def check(self, gdt, g):
+        msg = head(gdt, g, self.dt, self.ref.shape)
+        if msg:
+            return msg
+        if self.dt in FLOATS:
+            e, gg = self.ref.astype(np.float64), g.astype(np.float64)
+            bad = ~((e == gg) | (np.isnan(e) & np.isnan(gg)))
+            if self.zero_sign:
+                bad |= ~np.isnan(e) & (np.signbit(e) != np.signbit(gg))
+        else:
+            e, gg = self.ref, g
+            bad = e != gg
+        bad = np.asarray(bad)
+        return first_bad(bad, gg, e) if bad.any() else None
+
+
+class Close:
+    """A float result near the float64 reference ref: within tol + 1 ulp of the
+    result's dtype, or for f16/bf16 within 1 ulp of ref rounded through f32.
+    NaN must match NaN and infinities must be exact."""
+    def __init__(self, dt, ref, tol=0.0):
+        self.dt, self.ref = dt, np.asarray(ref, np.float64)
+        tol = np.broadcast_to(np.asarray(tol, np.float64), self.ref.shape)
+        self.tol = np.where(np.isfinite(self.ref) & ~np.isnan(tol), tol, 0.0)
+
+    def check(self, gdt, g):
+        msg = head(gdt, g, self.dt, self.ref.shape)
+        if msg:
+            return msg
+        ref, r = self.ref, round_to(self.dt, self.ref, via_f32=True).astype(np.float64)
+        gg = g.astype(np.float64)
+        nn = ~np.isnan(ref) & ~np.isnan(gg)
+        ok = (np.isnan(ref) & np.isnan(gg)) | (nn & (gg == r))
+        fin = nn & np.isfinite(gg) & np.isfinite(ref)
+        ok |= fin & (np.abs(gg - ref) <= self.tol + ulp(self.dt, r))
+        if self.dt in ("f16", "bf16"):
+            ok |= nn & (np.abs(ordered(g, self.dt) - ordered(r, self.dt)) <= 1)
+        bad = np.asarray(~ok)
+        return first_bad(bad, gg, r, self.tol) if bad.any() else None
+
+
+class Custom:
+    def __init__(self, dt, fn):
+        self.dt, self.fn = dt, fn
+
+    def check(self, gdt, g):
+        return self.fn(gdt, g)
+
+
+def close_rel(dt, ref, k=8.0, atol=0.0):
+    """Elementwise: about k ulp of the computing precision, plus atol (in units of
+    that eps) for ops whose best f32 formula loses absolute accuracy."""
+    e = acc(dt)
+    ref = np.asarray(ref, np.float64)
+    return Close(dt, ref, k * e * np.abs(ref) + atol * e)
+
+
+# ---------------------------------------------------------------- cases and running
+
+class Case:
+    def __init__(self, op, label, inputs, stmts, outs, error=None):
+        self.op, self.label, self.inputs, self.outs, self.error = op, label, inputs, outs, error
+        pre = [f"{n} = cast({n}, bf16)" for n, v in inputs.items() if v.dt == "bf16"]
+        self.stmts = pre + list(stmts)
+        self.names = set(inputs) | {t.strip() for s in self.stmts for t in s.split("=", 1)[0].split(",")}
+        self.files = {n: input_file(v) for n, v in inputs.items()}
+        self.id = len(CASES)
+        self.paths = {n: os.path.join(WORK, "out", f"c{self.id}_{n}" + (".safetensors" if e.dt == "bf16" else ".npy"))
+                      for n, e in outs.items()}
+
+    def command(self, prefix=""):
+        ren = (lambda s: s) if not prefix else (lambda s: rename(s, self.names, prefix))
+        args = []
+        for n, p in self.files.items():
+            args += ["-i", f"{prefix}{n}={p}"]
+        for n, p in self.paths.items():
+            args += ["-o", f"{prefix}{n}={p}"]
+        return [ren(s) for s in self.stmts], args
+
+    def repro(self):
+        stmts, args = self.command()
+        return " ".join(shlex.quote(a) for a in [TENSORRUN, "eval", "; ".join(stmts), *args])
+
+
+CASES = []
+IDENT = re.compile(r'(?<![\w."])([A-Za-z_]\w*)(?![\w"])')
+
+
+def rename(text, names, prefix):
+    return IDENT.sub(lambda m: prefix + m.group(1) if m.group(1) in names else m.group(1), text)
+
+
+_written = set()
+
+
+def input_file(tv):
+    arr = np.array(tv.a, order="C")
+    h = hashlib.sha1(arr.dtype.str.encode() + str(arr.shape).encode() + arr.tobytes()).hexdigest()[:16]
+    path = os.path.join(WORK, "in", h + ".npy")
+    if path not in _written:
+        np.save(path, arr)
+        _written.add(path)
+    return path
+
+
+def case(op, label, inputs, stmts, outs, error=None):
+    if op not in OPS and op != "index":
+        return
+    covered.add(op)
+    if isinstance(stmts, str):
+        stmts = [stmts]
+    CASES.append(Case(op, label, inputs, stmts, outs, error))
+
+
+def one(op, label, inputs, expr, expect):
+    case(op, label, inputs, [f"r = {expr}"], {"r": expect})
+
+
+def error_case(op, label, inputs, stmts, codes):
+    """A statement tensorrun must refuse with one of the exit statuses codes."""
+    case(op, label, inputs, stmts, {}, error=codes)
+
+
+ST_DTYPES = {"BOOL": ("bool", np.bool_), "U8": ("u8", np.uint8), "U16": ("u16", "<u2"), "U32": ("u32", "<u4"),
+             "U64": ("u64", "<u8"), "I8": ("i8", np.int8), "I16": ("i16", "<i2"), "I32": ("i32", "<i4"),
+             "I64": ("i64", "<i8"), "F16": ("f16", "<f2"), "BF16": ("bf16", "<u2"), "F32": ("f32", "<f4"),
+             "F64": ("f64", "<f8")}
+
+
+def read_result(path):
+    if path.endswith(".npy"):
+        a = np.load(path)
+        return NAME_OF.get(a.dtype.newbyteorder("="), str(a.dtype)), a.astype(a.dtype.newbyteorder("="))
+    with open(path, "rb") as f:
+        b = f.read()
+    n = struct.unpack("<Q", b[:8])[0]
+    header = json.loads(b[8:8 + n])
+    header.pop("__metadata__", None)
+    (_, info), = header.items()
+    s, e = info["data_offsets"]
+    dt, code = ST_DTYPES[info["dtype"]]
+    a = np.frombuffer(b[8 + n + s:8 + n + e], code).reshape(info["shape"])
+    if dt == "bf16":
+        a = (a.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(a.shape)
+    return dt, a.astype(np.dtype(code).newbyteorder("=") if dt != "bf16" else np.float32)
+
+
+def count(n=1):
+    global checks
+    with lock:
+        checks += n
+
+
+def fail(c, what):
+    failures.append(f"{c.op} {c.label}: {what} -- repro: {c.repro()}")
+
+
+def verify(c):
+    for n, expect in c.outs.items():
+        count()
+        try:
+            gdt, g = read_result(c.paths[n])
+        except (OSError, ValueError, KeyError) as e:
+            fail(c, f"{n}: cannot read the result: {e}")
+            continue
+        msg = expect.check(gdt, g)
+        if msg:
+            fail(c, f"{n}: {msg}")
+
+
+def tensorrun(args, timeout=120):
+    try:
+        return subprocess.run([TENSORRUN, *args], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(args, 124, "", f"timed out after {timeout} s")
+
+
+def run_single(c):
+    stmts, args = c.command()
+    r = tensorrun(["eval", "; ".join(stmts), *args])
+    err = r.stderr.strip().splitlines()[0] if r.stderr.strip() else ""
+    if "cannot run yet" in r.stderr:
+        skipped.setdefault(c.op, set()).add(c.label)
+        return
+    if c.error is not None:
+        count()
+        if r.returncode not in c.error:
+            fail(c, f"exit {r.returncode}, expected exit {' or '.join(map(str, c.error))} {err}")
+        return
+    if r.returncode != 0:
+        count(len(c.outs))
+        fail(c, f"exit {r.returncode}: {err}")
+        return
+    verify(c)
+
+
+def run_group(group):
+    if len(group) == 1:
+        return run_single(group[0])
+    stmts, args = [], []
+    for c in group:
+        s, a = c.command(f"c{c.id}_")
+        stmts += s
+        args += a
+    r = tensorrun(["eval", "; ".join(stmts), *args])
+    if r.returncode == 0:
+        for c in group:
+            verify(c)
+    else:
+        half = len(group) // 2
+        run_group(group[:half])
+        run_group(group[half:])
+
+
+def run_all(cases, size=64):
+    batchable = [c for c in cases if c.error is None]
+    groups = [batchable[i:i + size] for i in range(0, len(batchable), size)]
+    groups += [[c] for c in cases if c.error is not None]
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        for _ in pool.map(run_group, groups):
+            pass
+
+
+# ---------------------------------------------------------------- the ops table
+
+def taken(spec):
+    if spec == "any dtype":
+        return list(DTYPES)
+    if spec.startswith("numbers"):
+        return [d for d in DTYPES if d != "bool"]
+    return [d.strip() for d in spec.split(",") if d.strip() in DTYPES]
+
+
+os.makedirs(os.path.join(WORK, "in"), exist_ok=True)
+os.makedirs(os.path.join(WORK, "out"), exist_ok=True)
+_ops = subprocess.run([TENSORRUN, "ops", "--json"], capture_output=True, text=True, check=True).stdout
+OPS = {o["name"]: taken(o.get("dtypes", "any dtype")) for o in map(json.loads, _ops.splitlines())}
+
+
+def dts(op):
+    return OPS.get(op, [])
+
+
+def lit(v):
+    """A Python value in pipeline syntax."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(map(lit, v)) + "]"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def kw(**k):
+    """', name=value' for the keyword arguments that are not None."""
+    return "".join(f", {n}={lit(v)}" for n, v in k.items() if v is not None)
+
+
+# operand views: (tag, base shape, expression over x, what the expression does)
+VIEWS = [
+    ("contiguous", (3, 4, 5), "x", lambda a: a),
+    ("T", (5, 4), "x.T", lambda a: a.T),
+    ("slice", (8, 6), "x[::2, 1:]", lambda a: a[::2, 1:]),
+    ("negstep", (4, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2]),
+    ("mT", (2, 5, 4), "x.mT", lambda a: np.swapaxes(a, -1, -2)),
+    ("newaxis", (4, 5), "x[..., None]", lambda a: a[..., None]),
+    ("0d", (), "x", lambda a: a),
+    ("empty", (0, 3), "x", lambda a: a),
+]
+
+# ---------------------------------------------------------------- unary
+
+UNARY_FLOAT = {  # op: (float64 reference, absolute slack in eps of the computing precision)
+    "exp": (torch.exp, 0), "log": (torch.log, 0), "log1p": (torch.log1p, 0), "expm1": (torch.expm1, 0),
+    "sqrt": (torch.sqrt, 0), "rsqrt": (torch.rsqrt, 0), "reciprocal": (torch.reciprocal, 0),
+    "sin": (torch.sin, 2), "cos": (torch.cos, 2), "tanh": (torch.tanh, 1), "sigmoid": (torch.sigmoid, 1),
+    "erf": (torch.erf, 1), "silu": (F.silu, 2), "gelu": (F.gelu, "x"),
+}
+
+
+def unary_ref(op, x, approximate="none"):
+    a = x.a
+    if op in UNARY_FLOAT:
+        fn, slack = UNARY_FLOAT[op]
+        v = fvals(x)
+        ref = (F.gelu(t64(v), approximate=approximate) if op == "gelu" else fn(t64(v))).numpy()
+        atol = 4 * np.abs(v) + 2 if slack == "x" else slack
+        return close_rel(fdt(x.dt), ref, atol=np.where(np.isfinite(v), atol, 0))
+    if op in ("isnan", "isfinite", "logical_not"):
+        f = {"isnan": lambda: np.isnan(a) if x.dt in FLOATS else np.zeros(a.shape, bool),
+             "isfinite": lambda: np.isfinite(a) if x.dt in FLOATS else np.ones(a.shape, bool),
+             "logical_not": lambda: a == 0}[op]
+        return Exact("bool", f())
+    if x.dt in FLOATS:
+        v = a.astype(np.float64)
+        f = {"neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+             "relu": lambda v: np.maximum(v, 0.0), "square": np.square,
+             "sign": np.sign}[op]   # NaN stays NaN, as in NumPy (PyTorch 1.13 gives 0)
+        ref = f(v)
+        if op == "square":
+            return Close(x.dt, ref, 0)
+        return Exact(x.dt, round_to(x.dt, ref), zero_sign=op in ("neg", "abs", "floor", "ceil", "round"))
+    f = {"neg": np.negative, "abs": np.abs, "square": lambda a: a * a, "floor": lambda a: a,
+         "ceil": lambda a: a, "round": lambda a: a, "sign": np.sign,
+         "relu": lambda a: np.maximum(a, np.zeros((), a.dtype))}[op]
+    return Exact(x.dt, a if x.dt == "bool" and op == "sign" else f(a))
+
+
+UNARY = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
+         "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "erf", "floor", "ceil", "round",
+         "isnan", "isfinite", "logical_not"]
+
+
+def unary_cases():
+    for op in UNARY:
+        for dt in dts(op):
+            for tag, shape, expr, fn in VIEWS:
+                x = gen(dt, shape, "full" if op in ("neg", "abs", "square", "sign", "relu") else "small")
+                v = x.view(fn)
+                one(op, f"{dt} {tag}", {"x": x}, f"{op}({expr})", unary_ref(op, v))
+                if op == "gelu" and tag in ("contiguous", "T"):
+                    one(op, f"{dt} {tag} tanh", {"x": x}, f'gelu({expr}, approximate="tanh")',
+                        unary_ref(op, v, approximate="tanh"))
+            if op == "neg":
+                x = gen(dt, (4, 5), "full")
+                one("neg", f"{dt} operator", {"x": x}, "-x", unary_ref("neg", x))
+    for op in ("neg", "abs", "square", "floor", "relu"):
+        if "bool" not in dts(op) and op in OPS:
+            error_case(op, "bool refused", {"x": gen("bool", (3,))}, [f"r = {op}(x)"], (3,))
+
+
+# ---------------------------------------------------------------- binary
+
+CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+       "ge": np.greater_equal}
+SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=", "lt": "<",
+       "le": "<=", "gt": ">", "ge": ">="}
+
+
+def binary_ref(op, a, b):
+    """The expectation for op(a, b); a and b are TVs or weak Python scalars."""
+    if op in ("logical_and", "logical_or"):
+        ta = conv(a, a.dt) != 0 if isinstance(a, TV) else np.array(bool(a))
+        tb = conv(b, b.dt) != 0 if isinstance(b, TV) else np.array(bool(b))
+        return Exact("bool", (ta & tb) if op == "logical_and" else (ta | tb))
+    P = rtype(a, b)
+    if op in CMP:
+        A, B = conv(a, P), conv(b, P)
+        if P in FLOATS:
+            A, B = A.astype(np.float64), B.astype(np.float64)
+        return Exact("bool", CMP[op](A, B))
+    if op == "div":
+        P = fdt(P)
+    A, B = conv(a, P), conv(b, P)
+    if P == "bool":
+        f = {"add": np.logical_or, "mul": np.logical_and, "maximum": np.logical_or,
+             "minimum": np.logical_and}[op]
+        return Exact("bool", f(A, B))
+    if P in INTS:
+        f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "pow": np.power,
+             "maximum": np.maximum, "minimum": np.minimum}[op]
+        return Exact(P, f(A, B))
+    A, B = A.astype(np.float64), B.astype(np.float64)
+    if op in ("maximum", "minimum"):
+        return Exact(P, round_to(P, (np.maximum if op == "maximum" else np.minimum)(A, B)))
+    if op == "pow":
+        return close_rel(P, np.power(A, B))
+    f = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
+    return Close(P, f(A, B), 0)
+
+
+BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+          "logical_and", "logical_or"]
+MIXED = [("u8", "i8"), ("u8", "i16"), ("u16", "i8"), ("u16", "i32"), ("u32", "i8"), ("u32", "i64"),
+         ("u8", "u32"), ("u64", "u16"), ("i8", "i64"), ("bool", "i32"), ("bool", "f16"), ("i32", "f16"),
+         ("i64", "f32"), ("u64", "bf16"), ("f16", "bf16"), ("bf16", "f32"), ("f16", "f64"), ("i16", "bf16")]
+SCALARS = {"pow": (2, 0.5, 2)}     # op: (int scalar, float scalar, scalar on the left)
+
+
+def bin_kind(op, side, dt):
+    if op == "pow":
+        return "exp" if side == "b" and dt in INTS else ("full" if dt in INTS else "small")
+    if op in ("div",):
+        return "small"
+    return "mix"
+
+
+def bin_expr(op, a, b, operator=False):
+    return f"{a} {SYM[op]} {b}" if operator and op in SYM else f"{op}({a}, {b})"
+
+
+def binary_cases():
+    for op in BINARY:
+        for dt in dts(op):
+            lab = lambda t: f"{dt} {t}"
+            ka, kb = bin_kind(op, "a", dt), bin_kind(op, "b", dt)
+            x, y = gen(dt, (3, 1, 5), ka), gen(dt, (4, 5), kb)
+            one(op, lab("broadcast"), {"x": x, "y": y}, bin_expr(op, "x", "y"), binary_ref(op, x, y))
+            x, y = gen(dt, (5, 4), ka), gen(dt, (8, 6), kb)
+            one(op, lab("strided"), {"x": x, "y": y}, bin_expr(op, "x.T", "y[::2, 1:]", operator=True),
+                binary_ref(op, x.view(lambda a: a.T), y.view(lambda a: a[::2, 1:])))
+            x, y = gen(dt, (2, 5, 4), ka), gen(dt, (5,), kb)
+            one(op, lab("mT"), {"x": x, "y": y}, bin_expr(op, "x.mT", "y"),
+                binary_ref(op, x.view(lambda a: np.swapaxes(a, 1, 2)), y))
+            x, y = gen(dt, (), ka), gen(dt, (2, 3), kb)
+            one(op, lab("0d"), {"x": x, "y": y}, bin_expr(op, "x", "y"), binary_ref(op, x, y))
+            x, y = gen(dt, (0, 3), ka), gen(dt, (3,), kb)
+            one(op, lab("empty"), {"x": x, "y": y}, bin_expr(op, "x", "y"), binary_ref(op, x, y))
+            si, sf, sl = SCALARS.get(op, (2, 2.5, 3))
+            x = gen(dt, (4, 5), ka)
+            one(op, lab(f"scalar {si}"), {"x": x}, bin_expr(op, "x", si, True), binary_ref(op, x, si))
+            one(op, lab(f"scalar {sf}"), {"x": x}, bin_expr(op, "x", sf, True), binary_ref(op, x, sf))
+            xe = gen(dt, (4, 5), kb)
+            one(op, lab(f"scalar {sl} on the left"), {"x": xe}, bin_expr(op, sl, "x", True),
+                binary_ref(op, sl, xe))
+            if op in ("add", "mul", "logical_and", "maximum", "eq"):
+                one(op, lab("scalar true"), {"x": x}, f"{op}(x, true)", binary_ref(op, x, True))
+        pairs = [(a, b) for a in DTYPES for b in DTYPES if a != b] if op == "add" else MIXED
+        for d1, d2 in pairs:
+            if d1 not in dts(op) or d2 not in dts(op):
+                continue
+            x, y = gen(d1, (3, 1), bin_kind(op, "a", d1)), gen(d2, (4,), bin_kind(op, "b", d2))
+            if promote(d1, d2) is None:
+                error_case(op, f"{d1} with {d2} refused", {"x": x, "y": y}, [f"r = {op}(x, y)"], (3,))
+            else:
+                one(op, f"{d1} with {d2}", {"x": x, "y": y}, bin_expr(op, "x", "y"), binary_ref(op, x, y))
+    for op in ("lt", "maximum", "mul"):
+        if op in OPS:
+            error_case(op, "u64 with i8 refused", {"x": gen("u64", (3,)), "y": gen("i8", (3,))},
+                       [f"r = {op}(x, y)"], (3,))
+    if "sub" in OPS and "bool" not in dts("sub"):
+        error_case("sub", "bool - bool refused", {"x": gen("bool", (3,)), "y": gen("bool", (3,))},
+                   ["r = x - y"], (3,))
+    # PyTorch converts the operands to the promoted dtype before it computes: i32 100000 is f16 inf
+    if "mul" in OPS and "f16" in dts("mul"):
+        x, y = TV("i32", [100000, 3, -70000, 2049]), TV("f16", [0, -2, 1, 0.5])
+        one("mul", "i32 with f16, operands converted to f16", {"x": x, "y": y}, "x * y", binary_ref("mul", x, y))
+    # wrapping integer arithmetic, spelled out
+    for dt in INTS:
+        lo, hi = limits(dt)
+        x = TV(dt, [hi, lo, hi, lo + 1])
+        one("add", f"{dt} overflow wraps", {"x": x}, "x + 1", binary_ref("add", x, 1))
+        one("sub", f"{dt} underflow wraps", {"x": x}, "x - 2", binary_ref("sub", x, 2))
+        one("mul", f"{dt} overflow wraps", {"x": x}, "x * 3", binary_ref("mul", x, 3))
+
+
+def where_clamp_cases():
+    for dt in dts("where"):
+        c = gen("bool", (3, 1, 5))
+        x, y = gen(dt, (4, 5), "full"), gen(dt, (5,), "full")
+        P = rtype(x, y)
+        one("where", f"{dt} broadcast", {"c": c, "x": x, "y": y}, "where(c, x, y)",
+            Exact(P, np.where(c.a, conv(x, P), conv(y, P))))
+        xs = gen(dt, (5, 4), "full")
+        one("where", f"{dt} strided", {"c": c, "x": xs, "y": y}, "where(c, x.T, y[::-1])",
+            Exact(P, np.where(c.a, conv(xs.view(lambda a: a.T), P), conv(y.view(lambda a: a[::-1]), P))))
+        for s in (0, 2.5):
+            P = rtype(x, s)
+            one("where", f"{dt} scalar {s}", {"c": c, "x": x}, f"where(c, x, {s})",
+                Exact(P, np.where(c.a, conv(x, P), conv(s, P))))
+        cond = gen(dt, (4, 5), "small")
+        one("where", f"{dt} comparison condition", {"x": cond}, "where(x > 0, x, 1)",
+            Exact(rtype(cond, 1), np.where(conv(cond, rtype(cond, 0)) > conv(0, rtype(cond, 0)), cond.a,
+                                           conv(1, rtype(cond, 1)))))
+    for d1, d2 in MIXED:
+        c, x, y = gen("bool", (4,)), gen(d1, (4,), "small"), gen(d2, (4,), "small")
+        P = promote(d1, d2)
+        one("where", f"{d1} with {d2}", {"c": c, "x": x, "y": y}, "where(c, x, y)",
+            Exact(P, np.where(c.a, conv(x, P), conv(y, P))))
+    if "where" in OPS:
+        error_case("where", "u64 with i64 refused", {"c": gen("bool", (3,)), "x": gen("u64", (3,)),
+                                                     "y": gen("i64", (3,))}, ["r = where(c, x, y)"], (3,))
+
+    def clamp_ref(x, lo, hi):
+        P = rtype(x, lo, hi)
+        v = conv(x, P)
+        if P in FLOATS:
+            v = v.astype(np.float64)
+        if lo is not None:
+            L = conv(lo, P)
+            v = np.maximum(v, L.astype(np.float64) if P in FLOATS else L)
+        if hi is not None:
+            H = conv(hi, P)
+            v = np.minimum(v, H.astype(np.float64) if P in FLOATS else H)
+        return Exact(P, round_to(P, v) if P in FLOATS else v)
+
+    for dt in dts("clamp"):
+        x = gen(dt, (4, 5), "full" if dt in INTS else "small")
+        lo, hi = (2, 7) if dt in UNSIGNED else (-3, 3)
+        one("clamp", f"{dt} ints", {"x": x}, f"clamp(x, {lo}, {hi})", clamp_ref(x, lo, hi))
+        one("clamp", f"{dt} floats", {"x": x}, "clamp(x, -0.5, 2.5)", clamp_ref(x, -0.5, 2.5))
+        one("clamp", f"{dt} min only", {"x": x}, f"clamp(x, min={lo})", clamp_ref(x, lo, None))
+        one("clamp", f"{dt} max only", {"x": x}, f"clamp(x, max={hi})", clamp_ref(x, None, hi))
+        xs = gen(dt, (5, 4), "full" if dt in INTS else "small")
+        one("clamp", f"{dt} strided", {"x": xs}, f"clamp(x.T, {lo}, {hi})",
+            clamp_ref(xs.view(lambda a: a.T), lo, hi))
+        lt, ht = gen(dt, (5,), "small"), gen(dt, (4, 1), "small")
+        ht = TV(dt, np.maximum(lt.a.max() if lt.a.size else 0, ht.a)) if dt in INTS else ht
+        one("clamp", f"{dt} tensor bounds", {"x": x, "y": lt, "z": ht}, "clamp(x, y, z)", clamp_ref(x, lt, ht))
+        x0 = gen(dt, ())
+        one("clamp", f"{dt} 0d", {"x": x0}, f"clamp(x, {lo}, {hi})", clamp_ref(x0, lo, hi))
+
+
+# ---------------------------------------------------------------- reductions
+
+def axes_of(ndim, dim):
+    if dim is None:
+        return tuple(range(ndim))
+    dims = dim if isinstance(dim, list) else [dim]
+    return tuple(sorted(d % ndim for d in dims))
+
+
+def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
+    ax = axes_of(x.a.ndim, dim)
+    n = int(np.prod([x.a.shape[i] for i in ax], dtype=np.int64))
+    lg = math.log2(max(n, 2))
+    K = dict(axis=ax, keepdims=keepdim)
+    if op in ("sum", "prod", "cumsum") and x.dt not in FLOATS:
+        accdt = "u64" if x.dt in UNSIGNED else "i64"
+        a = x.a.astype(NP[accdt])
+        if op == "cumsum":
+            return Exact(accdt, np.cumsum(a, axis=dim % x.a.ndim))
+        return Exact(accdt, (np.sum if op == "sum" else np.prod)(a, **K))
+    if op in ("max", "min"):
+        return Exact(x.dt, (np.max if op == "max" else np.min)(x.a, **K))
+    if op in ("argmax", "argmin"):
+        f = np.argmax if op == "argmax" else np.argmin
+        return Exact("i64", f(x.a, axis=dim, keepdims=keepdim))
+    if op in ("all", "any"):
+        return Exact("bool", (np.all if op == "all" else np.any)(x.a != 0, **K))
+    rdt, e = fdt(x.dt), acc(x.dt)
+    v = fvals(x)
+    if op == "sum":
+        return Close(rdt, v.sum(**K), (lg + 2) * e * np.abs(v).sum(**K))
+    if op == "mean":
+        return Close(rdt, v.sum(**K) / n, (lg + 2) * e * np.abs(v).sum(**K) / max(n, 1))
+    if op == "prod":
+        ref = np.prod(v, **K)
+        return Close(rdt, ref, (n + 2) * e * np.abs(ref))
+    if op == "cumsum":
+        d = dim % x.a.ndim
+        return Close(rdt, np.cumsum(v, axis=d), (x.a.shape[d] + 2) * e * np.cumsum(np.abs(v), axis=d))
+    if op in ("var", "std"):
+        m = v.mean(axis=ax, keepdims=True)
+        ss = ((v - m) ** 2).sum(**K)
+        var = ss / max(n - correction, 0)
+        tol = 4 * (lg + 4) * e * var
+        if op == "var":
+            return Close(rdt, var, tol)
+        return Close(rdt, np.sqrt(var), 2 * (lg + 4) * e * np.sqrt(var))
+    if op == "norm":
+        av = np.abs(v)
+        ref = np.max(av, **K) if math.isinf(ord) else (av ** ord).sum(**K) ** (1.0 / ord)
+        return Close(rdt, ref, 2 * (lg + 4 + 2 * min(ord, 8)) * e * np.abs(ref))
+    if op == "logsumexp":
+        m = np.max(v, axis=ax, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0.0)
+        ref = np.log(np.exp(v - m).sum(axis=ax, keepdims=True)) + m
+        ref = ref if keepdim else ref.reshape([s for i, s in enumerate(v.shape) if i not in ax])
+        return Close(rdt, ref, 4 * e * (np.abs(ref) + lg + 2))
+    raise KeyError(op)
+
+
+REDUCE = ["sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm", "all", "any",
+          "logsumexp"]
+RVIEWS = [  # (tag, base shape, expression, view, keyword arguments)
+    ("all", (4, 5, 6), "x", lambda a: a, {}),
+    ("dim=1", (4, 5, 6), "x", lambda a: a, {"dim": 1}),
+    ("dim=-1 keepdim", (4, 5, 6), "x", lambda a: a, {"dim": -1, "keepdim": True}),
+    ("dim=[0, 2]", (4, 5, 6), "x", lambda a: a, {"dim": [0, 2]}),
+    ("dim=[-1, 0] keepdim", (4, 5, 6), "x", lambda a: a, {"dim": [-1, 0], "keepdim": True}),
+    ("keepdim all", (3, 4), "x", lambda a: a, {"keepdim": True}),
+    ("mT", (4, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), {"dim": 1}),
+    ("slice", (8, 6), "x[::2, 1:]", lambda a: a[::2, 1:], {"dim": 0}),
+    ("negstep", (5, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], {"dim": -2}),
+    ("0d", (), "x", lambda a: a, {}),
+    ("empty dim=0", (0, 3), "x", lambda a: a, {"dim": 0}),
+    ("empty dim=1", (0, 3), "x", lambda a: a, {"dim": 1}),
+    ("long rows", (3, 1000), "x", lambda a: a, {"dim": -1}),
+]
+
+
+def reduce_cases():
+    for op in REDUCE:
+        for dt in dts(op):
+            for tag, shape, expr, fn, k in RVIEWS:
+                if op in ("argmax", "argmin") and isinstance(k.get("dim"), list):
+                    continue
+                empty_bad = op in ("max", "min", "argmax", "argmin") and shape == (0, 3) and k.get("dim") != 1
+                if op == "prod" and shape == (3, 1000):
+                    continue
+                kind = {"sum": "full", "prod": "pos", "max": "mix", "min": "mix", "argmax": "mix",
+                        "argmin": "mix", "all": "mix", "any": "mix"}.get(op, "small")
+                if op in ("sum", "cumsum") and dt in FLOATS:
+                    kind = "small"
+                x = gen(dt, shape, kind, specials=tag not in ("long rows",))
+                if op == "prod" and dt in FLOATS:
+                    x = TV(dt, round_to(dt, RNG.uniform(0.6, 1.5, shape) * RNG.choice([-1, 1], shape)))
+                if op in ("any", "all") and tag == "dim=1":
+                    x.a[1] = 0          # a slice of zeros, and one without
+                    x.a[2] = 1
+                expr_full = f"{op}({expr}{kw(**k)})"
+                if empty_bad:
+                    error_case(op, f"{dt} {tag} refused", {"x": x}, [f"r = {expr_full}"], (1, 3))
+                    continue
+                one(op, f"{dt} {tag}", {"x": x}, expr_full, reduce_ref(op, x.view(fn), **k))
+            if op in ("var", "std"):
+                x = gen(dt, (4, 5, 6), "small")
+                for k in ({"correction": 0, "dim": 1}, {"correction": 2, "dim": [0, 2], "keepdim": True}):
+                    one(op, f"{dt} {k}", {"x": x}, f"{op}(x{kw(**k)})", reduce_ref(op, x, **k))
+            if op == "norm":
+                x = gen(dt, (4, 5, 6), "small")
+                for k in ({"ord": 1, "dim": 1}, {"ord": math.inf, "dim": [0, 2]},
+                          {"ord": 3, "dim": -1, "keepdim": True}, {"ord": 0.5}, {"ord": math.inf}):
+                    one(op, f"{dt} {k}", {"x": x}, f"norm(x{kw(**k)})", reduce_ref(op, x, **k))
+    for dt in dts("cumsum"):
+        for tag, shape, expr, fn, d in [("dim=0", (4, 5, 6), "x", lambda a: a, 0),
+                                        ("dim=-1", (4, 5, 6), "x", lambda a: a, -1),
+                                        ("mT", (3, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), 1),
+                                        ("negstep", (5, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], 1),
+                                        ("empty", (0, 3), "x", lambda a: a, 0),
+                                        ("long", (2, 1000), "x", lambda a: a, 1)]:
+            x = gen(dt, shape, "full" if dt in INTS else "small", specials=tag != "long")
+            one("cumsum", f"{dt} {tag}", {"x": x}, f"cumsum({expr}, {d})", reduce_ref("cumsum", x.view(fn), dim=d))
+    # pairwise summation: a running f32 sum of 0.1 drifts by ~1%, pairwise by ~1e-6
+    for tag, expr, n, dim in [("1e6 values", "sum(full([1000000], 0.1))", 1000000, None),
+                              ("dim=0 of [500000, 2]", "sum(full([500000, 2], 0.1), dim=0)", 500000, 0),
+                              ("mean over rows of [4, 250000]", "mean(full([4, 250000], 0.1), dim=1)", 250000, 1)]:
+        v = float(np.float32(0.1))
+        ref = np.float64(v * n) if "mean" not in expr else np.float64(v)
+        ref = ref if dim is None else np.full(2 if dim == 0 else 4, ref)
+        tol = math.log2(n) * EPS["f32"] * np.abs(ref)
+        one("sum" if "sum" in expr else "mean", f"pairwise {tag}", {}, expr, Close("f32", ref, tol))
+
+
+# ---------------------------------------------------------------- linear algebra, neural
+
+def mm_ref(dt, a, b, k):
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    ref = np.matmul(A, B)
+    tol = (k + 2) * acc(dt) * np.matmul(np.abs(A), np.abs(B))
+    return Close(dt, ref, tol)
+
+
+def linalg_cases():
+    for dt in dts("matmul"):
+        g = lambda s: gen(dt, s, "small", specials=False)
+        shapes = [("2-d", (3, 4), (4, 5), "x @ y", lambda a, b: (a, b)),
+                  ("batched broadcast", (2, 1, 3, 4), (5, 4, 6), "matmul(x, y)", lambda a, b: (a, b)),
+                  ("vector @ matrix", (4,), (4, 5), "x @ y", lambda a, b: (a, b)),
+                  ("matrix @ vector", (3, 4), (4,), "x @ y", lambda a, b: (a, b)),
+                  ("vector @ vector", (7,), (7,), "x @ y", lambda a, b: (a, b)),
+                  ("mT", (2, 4, 3), (4, 5), "x.mT @ y", lambda a, b: (np.swapaxes(a, 1, 2), b)),
+                  ("T T", (4, 3), (5, 4), "x.T @ y.T", lambda a, b: (a.T, b.T)),
+                  ("slices", (6, 5), (4, 9), "x[::2, 1:] @ y[:, ::-2]", lambda a, b: (a[::2, 1:], b[:, ::-2])),
+                  ("K=0", (3, 0), (0, 4), "x @ y", lambda a, b: (a, b)),
+                  ("M=0", (0, 4), (4, 5), "x @ y", lambda a, b: (a, b)),
+                  ("tiles", (67, 130), (130, 45), "x @ y", lambda a, b: (a, b)),
+                  ("batched tiles", (3, 70, 33), (33, 66), "x @ y", lambda a, b: (a, b))]
+        for tag, sa, sb, expr, fn in shapes:
+            x, y = g(sa), g(sb)
+            va, vb = fn(x.a, y.a)
+            one("matmul", f"{dt} {tag}", {"x": x, "y": y}, expr, mm_ref(dt, va, vb, va.shape[-1]))
+        x, y = g((3, 4)), g((4, 2))
+        x.a[1, 2] = np.nan
+        one("matmul", f"{dt} NaN", {"x": x, "y": y}, "x @ y", mm_ref(dt, x.a, y.a, 4))
+    for dt in dts("outer"):
+        x, y = gen(dt, (10,), "small"), gen(dt, (7,), "small")
+        ref = np.multiply.outer(x.a[::2].astype(np.float64), y.a.astype(np.float64))
+        one("outer", f"{dt} strided", {"x": x, "y": y}, "outer(x[::2], y)", Close(dt, ref, 0))
+        one("outer", f"{dt} empty", {"x": x, "y": y}, "outer(x[:0], y)", Close(dt, np.zeros((0, 7)), 0))
+    for dt in dts("dot"):
+        for tag, n, expr, fn in [("plain", 9, "dot(x, y)", lambda a: a), ("long", 5000, "dot(x, y)", lambda a: a),
+                                 ("reversed", 9, "dot(x[::-1], y)", lambda a: a[::-1]), ("empty", 0, "dot(x, y)", lambda a: a)]:
+            x, y = gen(dt, (n,), "small", specials=False), gen(dt, (n,), "small", specials=False)
+            one("dot", f"{dt} {tag}", {"x": x, "y": y}, expr, mm_ref(dt, fn(x.a), y.a, n))
+    for op, expr in (("matmul", "x @ x"), ("dot", "dot(x[0], x[1])"), ("outer", "outer(x[0], x[1])")):
+        refused = [d for d in DTYPES if d not in dts(op)]
+        if op in OPS and "i32" in refused:
+            error_case(op, "i32 refused", {"x": gen("i32", (3, 3))}, [f"r = {expr}"], (3,))
+    if "matmul" in OPS:
+        error_case("matmul", "shapes that do not line up", {"x": gen("f32", (3, 4)), "y": gen("f32", (5, 6))},
+                   ["r = x @ y"], (3,))
+
+
+def neural_cases():
+    for dt in dts("softmax"):
+        for op in ("softmax", "log_softmax"):
+            for tag, shape, expr, fn, dim in [("dim=-1", (4, 5, 6), "x", lambda a: a, -1),
+                                              ("dim=0", (4, 5, 6), "x", lambda a: a, 0),
+                                              ("dim=1 mT", (3, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), 1),
+                                              ("slice", (8, 6), "x[::2, 1:]", lambda a: a[::2, 1:], -1),
+                                              ("long", (2, 3000), "x", lambda a: a, -1),
+                                              ("empty", (0, 3), "x", lambda a: a, -1)]:
+                x = gen(dt, shape, "small", specials=False)
+                if dt in FLOATS and tag == "dim=-1":
+                    x.a[0, 0, :2] = -np.inf      # masked entries
+                    x.a[0, 1, :] = -np.inf       # a fully masked row: NaN, as PyTorch
+                    x.a[1, 0, 3] = np.nan
+                v = fvals(x.view(fn))
+                ref = (torch.softmax if op == "softmax" else torch.log_softmax)(t64(v), dim).numpy()
+                m = np.max(v, axis=dim, keepdims=True, initial=-np.inf)
+                spread = np.where(np.isfinite(v - m), np.abs(v - m), 0)
+                lg = math.log2(max(v.shape[dim] if v.ndim else 1, 2))
+                e = acc(dt)
+                tol = (e * (8 + 2 * spread + 2 * lg) * np.abs(ref) if op == "softmax"
+                       else 8 * e * (np.abs(ref) + spread + lg + 1))
+                one(op, f"{dt} {tag}", {"x": x}, f"{op}({expr}, dim={dim})", Close(fdt(dt), ref, tol))
+    for dt in dts("layer_norm"):
+        e, rdt = acc(dt), fdt(dt)
+        x = gen(dt, (3, 4, 16), "small", specials=False)
+        xs = gen(dt, (16, 5), "small", specials=False)
+        w = gen(dt, (16,), "small", specials=False) if dt in FLOATS else None
+        b = gen(dt, (16,), "small", specials=False) if dt in FLOATS else None
+        for tag, inputs, expr, v, k in [
+                ("plain", {"x": x}, "layer_norm(x)", fvals(x), {}),
+                ("eps", {"x": x}, "layer_norm(x, eps=0.001)", fvals(x), {"eps": 1e-3}),
+                ("strided", {"x": xs}, "layer_norm(x.T)", fvals(xs).T, {}),
+                ("weight bias", {"x": x, "w": w, "b": b}, "layer_norm(x, w, b)", fvals(x), {"w": w, "b": b}),
+                ("weight only", {"x": x, "w": w}, "layer_norm(x, weight=w)", fvals(x), {"w": w})]:
+            if "w" in inputs and w is None:
+                continue
+            eps = k.get("eps", 1e-5)
+            wv = k["w"].a.astype(np.float64) if k.get("w") else np.ones(v.shape[-1])
+            bv = k["b"].a.astype(np.float64) if k.get("b") else np.zeros(v.shape[-1])
+            z = (v - v.mean(-1, keepdims=True)) / np.sqrt(v.var(-1, keepdims=True) + eps)
+            tol = 8 * e * 8 * ((1 + np.abs(z)) * np.abs(wv) + np.abs(bv))
+            one("layer_norm", f"{dt} {tag}", inputs, expr, Close(rdt, z * wv + bv, tol))
+        for tag, inputs, expr, v, wv, eps in [
+                ("plain", {"x": x}, "rms_norm(x)", fvals(x), 1.0, 1e-6),
+                ("eps", {"x": x}, "rms_norm(x, eps=0.5)", fvals(x), 1.0, 0.5),
+                ("strided", {"x": xs}, "rms_norm(x.T)", fvals(xs).T, 1.0, 1e-6),
+                ("weight", {"x": x, "w": w}, "rms_norm(x, w)", fvals(x), w, 1e-6)]:
+            if wv is None:
+                continue
+            wv = wv.a.astype(np.float64) if isinstance(wv, TV) else wv
+            ref = v / np.sqrt((v * v).mean(-1, keepdims=True) + eps) * wv
+            one("rms_norm", f"{dt} {tag}", inputs, expr, Close(rdt, ref, 8 * e * 8 * (np.abs(ref) + np.abs(wv))))
+        x0 = gen(dt, (4, 6), "small", specials=False)
+        x0.a[1] = 0
+        for tag, inputs, expr, v, dim, eps in [
+                ("dim=-1", {"x": x0}, "l2_normalize(x)", fvals(x0), -1, 1e-12),
+                ("dim=0", {"x": x0}, "l2_normalize(x, dim=0)", fvals(x0), 0, 1e-12),
+                ("eps", {"x": x0}, "l2_normalize(x, eps=10.0)", fvals(x0), -1, 10.0),
+                ("strided", {"x": xs}, "l2_normalize(x.T, dim=1)", fvals(xs).T, 1, 1e-12)]:
+            ref = F.normalize(t64(v), dim=dim, eps=eps).numpy()
+            one("l2_normalize", f"{dt} {tag}", inputs, expr, Close(rdt, ref, 8 * e * 8 * np.abs(ref)))
+
+
+# ---------------------------------------------------------------- select
+
+def stable_order(a, axis, descending):
+    """Indices of a stable sort, NaN last ascending and first descending (SPEC.md 8)."""
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    n = a.shape[axis]
+    idx = np.argsort(np.flip(a, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - idx, axis)
+
+
+def select_cases():
+    for dt in dts("sort"):
+        for tag, shape, expr, fn, dim, desc in [("dim=-1", (4, 5, 6), "x", lambda a: a, -1, False),
+                                                ("dim=0 descending", (6, 5), "x", lambda a: a, 0, True),
+                                                ("strided", (7, 4), "x.T", lambda a: a.T, -1, True),
+                                                ("negstep", (4, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], 1, False),
+                                                ("long", (2, 2000), "x", lambda a: a, -1, True),
+                                                ("0d", (), "x", lambda a: a, -1, False),
+                                                ("empty", (0, 3), "x", lambda a: a, -1, False)]:
+            x = gen(dt, shape, "mix")
+            v = x.view(fn)
+            d = dim if v.a.ndim else None
+            order = stable_order(v.a, d, desc) if v.a.ndim else np.zeros((), np.int64)
+            vals = np.take_along_axis(v.a, order, d) if v.a.ndim else v.a
+            k = kw(dim=dim if v.a.ndim else None, descending=desc or None)
+            case("sort", f"{dt} {tag}", {"x": x}, [f"v, ix = sort({expr}{k})"],
+                 {"v": Exact(dt, vals, zero_sign=False), "ix": Exact("i64", order)})
+            case("argsort", f"{dt} {tag}", {"x": x}, [f"r = argsort({expr}{k})"], {"r": Exact("i64", order)})
+        for tag, shape, expr, fn, k, dim, largest in [("k=3", (4, 7), "x", lambda a: a, 3, -1, True),
+                                                      ("smallest dim=0", (6, 5), "x", lambda a: a, 2, 0, False),
+                                                      ("k=all", (3, 6), "x", lambda a: a, 6, -1, True),
+                                                      ("strided", (7, 4), "x.T", lambda a: a.T, 1, -1, True),
+                                                      ("k=0", (3, 6), "x", lambda a: a, 0, -1, True),
+                                                      ("long", (2, 3000), "x", lambda a: a, 50, -1, False)]:
+            x = gen(dt, shape, "mix")
+            v = x.view(fn)
+            order = np.take(stable_order(v.a, dim, largest), range(k), axis=dim)
+            case("topk", f"{dt} {tag}", {"x": x},
+                 [f"v, ix = topk({expr}, {k}{kw(dim=dim, largest=False if not largest else None)})"],
+                 {"v": Exact(dt, np.take_along_axis(v.a, order, dim)), "ix": Exact("i64", order)})
+    for op in ("sort", "argsort", "topk"):
+        if op in OPS and "bool" not in dts(op):
+            error_case(op, "bool refused", {"x": gen("bool", (4,))},
+                       ["v, ix = topk(x, 1)" if op == "topk" else "v, ix = sort(x)" if op == "sort" else "r = argsort(x)"], (3,))
+    for dt in dts("gather"):
+        x = gen(dt, (4, 6), "full")
+        idx = TV("i64", RNG.integers(0, 6, (3, 5)))
+        one("gather", f"{dt} dim=1", {"x": x, "i": idx}, "gather(x, 1, i)",
+            Exact(dt, np.take_along_axis(x.a[:3, :6], idx.a, 1)))
+        idx0 = TV("i64", RNG.integers(0, 4, (7, 6)))
+        one("gather", f"{dt} dim=0", {"x": x, "i": idx0}, "gather(x, 0, i)", Exact(dt, np.take_along_axis(x.a, idx0.a, 0)))
+        xt = x.view(lambda a: a.T)
+        idx2 = TV("i64", RNG.integers(0, 4, (6, 2)))
+        one("gather", f"{dt} strided dim=-1", {"x": x, "i": idx2}, "gather(x.T, -1, i)",
+            Exact(dt, np.take_along_axis(xt.a, idx2.a, 1)))
+        one("gather", f"{dt} empty index", {"x": x, "i": TV("i64", np.zeros((0, 6)))}, "gather(x, 0, i)",
+            Exact(dt, np.zeros((0, 6), NP[dt])))
+    if "gather" in OPS:
+        error_case("gather", "index out of range", {"x": gen("f32", (2, 3)), "i": TV("i64", [[0, 3]])},
+                   ["r = gather(x, 1, i)"], (1,))
+    for dt in dts("index_select"):
+        x = gen(dt, (5, 6), "full")
+        for tag, idx, expr, fn, dim in [("dim=0 i64", TV("i64", [4, 0, 0, 2]), "index_select(x, 0, i)", lambda a: a, 0),
+                                        ("dim=-1 i32", TV("i32", [5, 1, 3]), "index_select(x, -1, i)", lambda a: a, 1),
+                                        ("strided", TV("i64", [1, 1, 0]), "index_select(x[::2, ::-1], 1, i)",
+                                         lambda a: a[::2, ::-1], 1),
+                                        ("empty", TV("i64", np.zeros(0)), "index_select(x, 0, i)", lambda a: a, 0)]:
+            one("index_select", f"{dt} {tag}", {"x": x, "i": idx}, expr,
+                Exact(dt, np.take(fn(x.a), idx.a.astype(np.int64), axis=dim)))
+    if "index_select" in OPS:
+        error_case("index_select", "index out of range", {"x": gen("f32", (2, 3)), "i": TV("i64", [2])},
+                   ["r = index_select(x, 0, i)"], (1,))
+    for dt in dts("concat"):
+        x, y, z = gen(dt, (2, 3), "full"), gen(dt, (4, 3), "full"), gen(dt, (0, 3), "full")
+        one("concat", f"{dt} dim=0", {"x": x, "y": y, "z": z}, "concat([x, y, z], 0)",
+            Exact(dt, np.concatenate([x.a, y.a, z.a], 0)))
+        one("concat", f"{dt} dim=-1 strided", {"x": x, "y": y}, "concat([x.T, y.T[:, ::-1]], dim=-1)",
+            Exact(dt, np.concatenate([x.a.T, y.a.T[:, ::-1]], -1)))
+        s = gen(dt, (2, 3), "full")
+        one("stack", f"{dt} dim=0", {"x": x, "y": s}, "stack([x, y])", Exact(dt, np.stack([x.a, s.a], 0)))
+        one("stack", f"{dt} dim=-1", {"x": x, "y": s}, "stack([x, y[::-1]], dim=-1)",
+            Exact(dt, np.stack([x.a, s.a[::-1]], -1)))
+        one("stack", f"{dt} dim=1 0d", {"x": TV(dt, x.a[0, 0]), "y": TV(dt, s.a[1, 1])}, "stack([x, y])",
+            Exact(dt, np.stack([x.a[0, 0], s.a[1, 1]])))
+    for d1, d2 in MIXED:
+        x, y = gen(d1, (2, 3), "small"), gen(d2, (1, 3), "small")
+        P = promote(d1, d2)
+        one("concat", f"{d1} with {d2}", {"x": x, "y": y}, "concat([x, y], 0)",
+            Exact(P, np.concatenate([conv(x, P), conv(y, P)])))
+
+
+def quantize_ref(x, dim=None):
+    """q and scale as SPEC.md section 8 defines them: scale = max|x| / 127 rounded
+    once to f32, q = round_half_even(x / scale) clamped to +-127, 0 where scale is 0."""
+    v = x.a.astype(np.float64)
+    if dim is None:
+        scale = np.float32(np.max(np.abs(v)) / 127 if v.size else 0.0)
+        s_b = np.float64(scale)
+    else:
+        d = dim % v.ndim
+        other = tuple(i for i in range(v.ndim) if i != d)
+        scale = (np.max(np.abs(v), axis=other, initial=0.0) / 127).astype(np.float32)
+        shape = [1] * v.ndim
+        shape[d] = -1
+        s_b = scale.astype(np.float64).reshape(shape)
+    with np.errstate(all="ignore"):
+        t = np.where(s_b == 0, 0.0, v / np.where(s_b == 0, 1.0, s_b))
+    q = np.clip(np.rint(t), -127, 127)
+    tie = np.abs(np.abs(t - np.trunc(t)) - 0.5) < 1e-5   # near a tie, either neighbour will do
+
+    def qcheck(gdt, g):
+        msg = head(gdt, g, "i8", q.shape)
+        if msg:
+            return msg
+        gg = g.astype(np.float64)
+        bad = (gg != q) & ~(tie & (np.abs(gg - t) < 0.5 + 1e-5))
+        return first_bad(bad, gg, q) if bad.any() else None
+    return Custom("i8", qcheck), Exact("f32", np.asarray(scale, np.float32)), q, scale
+
+
+def quantize_cases():
+    for dt in dts("quantize"):
+        for tag, shape, expr, fn, dim in [("whole", (4, 6), "x", lambda a: a, None),
+                                          ("dim=0", (4, 6), "x", lambda a: a, 0),
+                                          ("dim=-1 strided", (6, 4), "x.T", lambda a: a.T, -1),
+                                          ("0d", (), "x", lambda a: a, None)]:
+            x = gen(dt, shape, "full", specials=False)
+            if tag == "dim=0" and x.a.size:
+                x.a[1] = 0                       # a zero slice: scale 0, q 0
+            qc, sc, q, scale = quantize_ref(x.view(fn), dim)
+            case("quantize", f"{dt} {tag}", {"x": x}, [f"q, s = quantize({expr}{kw(dim=dim)})"], {"q": qc, "s": sc})
+            if "dequantize" in OPS:
+                d = dim if dim is None else dim % max(q.ndim, 1)
+                sb = scale if dim is None else np.reshape(scale, [-1 if i == d else 1 for i in range(q.ndim)])
+                deq = (q.astype(np.float32) * np.asarray(sb, np.float32)).astype(np.float32)
+                qi, si = TV("i8", q.astype(np.int8)), TV("f32", scale)
+                case("dequantize", f"i8 {tag}", {"q": qi, "s": si}, [f"r = dequantize(q, s{kw(dim=dim)})"],
+                     {"r": Exact("f32", deq)})
+        zero = TV(dt, np.zeros((2, 3), NP[dt]))
+        case("quantize", f"{dt} zeros", {"x": zero}, ["q, s = quantize(x)"],
+             {"q": Exact("i8", np.zeros((2, 3))), "s": Exact("f32", np.float32(0))})
+    for dt in dts("dequantize"):
+        q, s = gen(dt, (3, 4), "small", specials=False), TV("f32", RNG.uniform(0.01, 2, 4))
+        ref = (fvals(q) * s.a.astype(np.float64)).astype(np.float32) if dt != "f64" else fvals(q) * s.a
+        one("dequantize", f"{dt} dim=1", {"q": q, "s": s}, "dequantize(q, s, dim=1)", close_rel("f32", ref, k=1))
+
+
+# ---------------------------------------------------------------- create, views, copies
+
+def create_cases():
+    for dt in DTYPES:
+        for op, val in (("zeros", 0), ("ones", 1)):
+            if dt in dts(op):
+                for shape in ([2, 3], [], [0, 4]):
+                    one(op, f"{dt} {shape}", {}, f"{op}({shape}, dtype={dt})", Exact(dt, np.full(shape, conv(val, dt))))
+        if dt in dts("full"):
+            for v in (3, 2.5, True):
+                one("full", f"{dt} value {v}", {}, f"full([2, 3], {lit(v)}, dtype={dt})",
+                    Exact(dt, np.broadcast_to(conv(v, dt), (2, 3))))
+        if dt in dts("eye"):
+            one("eye", f"{dt} 3", {}, f"eye(3, dtype={dt})", Exact(dt, convert(TV("f64", np.eye(3)), dt).a))
+            one("eye", f"{dt} 2x4", {}, f"eye(2, 4, dtype={dt})", Exact(dt, convert(TV("f64", np.eye(2, 4)), dt).a))
+        if dt in dts("arange"):
+            if dt == "bool":
+                one("arange", "bool", {}, "arange(0, 2, dtype=bool)", Exact("bool", [False, True]))
+            elif dt in FLOATS:
+                one("arange", f"{dt} fractional step", {}, f"arange(-1, 1, 0.25, dtype={dt})",
+                    Exact(dt, round_to(dt, np.arange(-1, 1, 0.25))))
+            else:
+                one("arange", f"{dt}", {}, f"arange(1, 11, 3, dtype={dt})", Exact(dt, np.arange(1, 11, 3)))
+                if dt in SIGNED:
+                    one("arange", f"{dt} negative step", {}, f"arange(5, -5, -3, dtype={dt})",
+                        Exact(dt, np.arange(5, -5, -3)))
+        if dt in dts("linspace"):
+            if dt in FLOATS:
+                ref = np.linspace(-1, 2, 7)
+                one("linspace", f"{dt}", {}, f"linspace(-1, 2, 7, dtype={dt})",
+                    Close(dt, ref, 4 * acc(dt) * 2))
+                ref = np.linspace(0, 1, 10)
+                one("linspace", f"{dt} ends exact", {}, f"linspace(0, 1, 10, dtype={dt})",
+                    Custom(dt, lambda gdt, g, dt=dt, ref=ref: head(gdt, g, dt, (10,)) or
+                           (None if g[0] == 0 and g[-1] == 1 else f"ends {g[0]!r}, {g[-1]!r}, expected 0 and 1")
+                           or Close(dt, ref, 4 * acc(dt)).check(gdt, g)))
+            elif dt == "bool":
+                one("linspace", "bool", {}, "linspace(0, 1, 3, dtype=bool)", Exact("bool", [False, True, True]))
+            else:
+                one("linspace", f"{dt}", {}, f"linspace(0, 10, 6, dtype={dt})", Exact(dt, [0, 2, 4, 6, 8, 10]))
+                if dt in SIGNED:
+                    one("linspace", f"{dt} truncates", {}, f"linspace(-5, 5, 4, dtype={dt})", Exact(dt, [-5, -1, 1, 5]))
+    one("full", "default dtype int", {}, "full([2], 7)", Exact("i64", [7, 7]))
+    one("full", "default dtype float", {}, "full([2], 2.5)", Exact("f32", [2.5, 2.5]))
+    one("full", "default dtype bool", {}, "full([2], true)", Exact("bool", [True, True]))
+    one("zeros", "default dtype", {}, "zeros([2])", Exact("f32", [0, 0]))
+    one("ones", "default dtype", {}, "ones([])", Exact("f32", 1))
+    one("eye", "default dtype", {}, "eye(2)", Exact("f32", np.eye(2)))
+    one("arange", "one argument", {}, "arange(5)", Exact("i64", np.arange(5)))
+    one("arange", "default dtype float", {}, "arange(0, 2, 0.5)", Exact("f32", [0, 0.5, 1, 1.5]))
+    one("arange", "empty", {}, "arange(3, 3)", Exact("i64", np.zeros(0)))
+    one("linspace", "default dtype", {}, "linspace(0, 1, 5)", Exact("f32", [0, 0.25, 0.5, 0.75, 1]))
+    one("linspace", "one step", {}, "linspace(2, 5, 1)", Exact("f32", [2]))
+    one("linspace", "no steps", {}, "linspace(2, 5, 0)", Exact("f32", np.zeros(0)))
+    for op in ("rand", "randn"):
+        for dt in dts(op):
+            n = 20000
+
+            def rcheck(gdt, g, dt=dt, op=op, n=n):
+                msg = head(gdt, g, dt, (n // 100, 100))
+                if msg:
+                    return msg
+                v = g.astype(np.float64)
+                if not np.isfinite(v).all():
+                    return "non-finite values"
+                if op == "rand":
+                    top = 1.0 if dt in ("f16", "bf16") else np.nextafter(1.0, 0)
+                    if v.min() < 0 or v.max() > top:
+                        return f"values outside [0, 1): min {v.min()}, max {v.max()}"
+                    mean, var = 0.5, 1 / 12
+                else:
+                    mean, var = 0.0, 1.0
+                if abs(v.mean() - mean) > 5 * math.sqrt(var / n) or abs(v.var() - var) > 6 * var * math.sqrt(2 / n) + 4 * EPS[dt]:
+                    return f"mean {v.mean():.4f}, variance {v.var():.4f}: expected {mean}, {var:.4f}"
+                if len(np.unique(v)) < min(n // 20, 50):
+                    return f"only {len(np.unique(v))} distinct values"
+                return None
+            one(op, f"{dt} moments", {}, f"{op}([{n // 100}, 100], seed=7, dtype={dt})", Custom(dt, rcheck))
+            one(op, f"{dt} 0d", {}, f"{op}([], dtype={dt})",
+                Custom(dt, lambda gdt, g, dt=dt: head(gdt, g, dt, ())))
+            one(op, f"{dt} empty", {}, f"{op}([3, 0], seed=1, dtype={dt})",
+                Custom(dt, lambda gdt, g, dt=dt: head(gdt, g, dt, (3, 0))))
+        if op in OPS and "i32" not in dts(op):
+            error_case(op, "i32 refused", {}, [f"r = {op}([2], dtype=i32)"], (3,))
+
+
+def view_cases():
+    for dt in DTYPES:
+        x = gen(dt, (3, 4, 5), "full")
+        a = x.a
+        groups = {
+            "reshape": [("reshape(x, [5, -1])", a.reshape(5, -1)), ("reshape(x.mT, [-1])", np.swapaxes(a, 1, 2).reshape(-1)),
+                        ("reshape(x[0, 0, :1], [])", a[0, 0, :1].reshape(())), ("reshape(x[:, :0], [0, 7])", a[:, :0].reshape(0, 7))],
+            "transpose": [("transpose(x, 0, -1)", np.swapaxes(a, 0, 2)), ("transpose(x[::2], 1, 2)", np.swapaxes(a[::2], 1, 2))],
+            "permute": [("permute(x, [2, 0, 1])", a.transpose(2, 0, 1)), ("permute(x, [-1, -3, -2])", a.transpose(2, 0, 1)),
+                        ("permute(x.mT, [1, 0, 2])", np.swapaxes(a, 1, 2).transpose(1, 0, 2))],
+            "squeeze": [("squeeze(x[None, :, :1])", a[:, :1].squeeze()), ("squeeze(x[:, :1, None], [1, 2])", a[:, :1]
+                                                                                 .reshape(3, 5)),
+                        ("squeeze(x, 0)", a), ("squeeze(x[:1, ::-1, :1], -1)", a[:1, ::-1, :1][..., 0])],
+            "unsqueeze": [("unsqueeze(x, -1)", a[..., None]), ("unsqueeze(x.mT, 1)", np.swapaxes(a, 1, 2)[:, None])],
+            "expand": [("expand(x[:, :1], [3, 6, 5])", np.broadcast_to(a[:, :1], (3, 6, 5))),
+                       ("expand(x[None], [2, -1, -1, -1])", np.broadcast_to(a[None], (2, 3, 4, 5)))],
+            "broadcast_to": [("broadcast_to(x[0, 0], [2, 3, 5])", np.broadcast_to(a[0, 0], (2, 3, 5))),
+                             ("broadcast_to(x[::-1, :1, 1:2], [3, 2, 1])", np.broadcast_to(a[::-1, :1, 1:2], (3, 2, 1)))],
+            "flatten": [("flatten(x)", a.reshape(-1)), ("flatten(x, 1)", a.reshape(3, -1)),
+                        ("flatten(x.mT, 0, 1)", np.swapaxes(a, 1, 2).reshape(15, 4))],
+            "diagonal": [("diagonal(x)", np.diagonal(a)), ("diagonal(x, 1)", np.diagonal(a, 1)),
+                         ("diagonal(x, -1, 1, 2)", np.diagonal(a, -1, 1, 2)), ("diagonal(x, 0, -1, 0)", np.diagonal(a, 0, 2, 0))],
+            "index": [("x[1]", a[1]), ("x[-1, ::-2]", a[-1, ::-2]), ("x[..., 1:3]", a[..., 1:3]), ("x[None, :, 0]", a[None, :, 0]),
+                      ("x[:, ::-1, -2:]", a[:, ::-1, -2:]), ("x[1, 2, 3]", a[1, 2, 3]), ("x[:, 4:2]", a[:, 4:2]),
+                      ("x.T", a.T), ("x.mT", np.swapaxes(a, 1, 2)), ("x[..., None]", a[..., None]), ("x[-3:, 1::2, ::4]", a[-3:, 1::2, ::4])],
+            "contiguous": [("contiguous(x.T)", a.T), ("contiguous(x)", a), ("contiguous(x[:, ::-1])", a[:, ::-1])],
+            "clone": [("clone(x[::2])", a[::2]), ("clone(x.mT)", np.swapaxes(a, 1, 2))],
+            "to": [('to(x, "cpu")', a), ('to(x.T, "cpu")', a.T)],
+        }
+        for op, items in groups.items():
+            if op != "index" and dt not in dts(op):
+                continue
+            case(op, f"{dt}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+
+
+def cast_values(dt):
+    if dt in FLOATS:
+        v = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.7, -0.7, 1.0, -1.0, 127.6, 128.5,
+                      -128.5, -129.0, 255.5, 256.0, 65504.0, 65520.0, 70000.0, -32768.9, 2147483647.0, 3e9, -3e9, 5e9,
+                      1e19, -1e19, 2e19, 1e30, -1e30, 1e-30, 3.4e38, 1e-40, 1e300, -1e300, 1e-310])
+        v = np.concatenate([v, RNG.standard_normal(25) * 1000])
+        return TV(dt, round_to(dt, v))
+    if dt == "bool":
+        return TV(dt, [True, False, True, True])
+    lo, hi = limits(dt)
+    extra = [lo, hi, 0, 1, 127, 128, 255, 256, 65535, 65536, 2 ** 24 + 1, 2 ** 31 - 1, 2 ** 31, 2 ** 53 + 1, 2 ** 63 - 1]
+    extra += [-1, -128, -129, -32769, -2 ** 31, -2 ** 63] if dt in SIGNED else []
+    extra = [e for e in extra if lo <= e <= hi]
+    return TV(dt, np.concatenate([np.array(extra, dtype=NP[dt]), gen(dt, (20,), "full").a]))
+
+
+def cast_cases():
+    for src in dts("cast"):
+        x = cast_values(src)
+        targets = [d for d in DTYPES if d in dts("cast")]
+        case("cast", f"{src} to every dtype", {"x": x}, [f"r_{d} = cast(x, {d})" for d in targets],
+             {f"r_{d}": Exact(d, convert(x, d).a, zero_sign=True) for d in targets})
+        k = min(20, x.a.size // 2)
+        xs = TV(src, np.stack([x.a[:k], x.a[k:2 * k]]))
+        case("cast", f"{src} strided", {"x": xs}, [f"r_{d} = cast(x.T[::-1], {d})" for d in ("f32", "i32", "u8")],
+             {f"r_{d}": Exact(d, convert(TV(src, xs.a.T[::-1]), d).a, zero_sign=True) for d in ("f32", "i32", "u8")})
+
+
+# ---------------------------------------------------------------- checks outside the batches
+
+def direct(args, label, op):
+    r = tensorrun(args)
+    if "cannot run yet" in r.stderr:
+        skipped.setdefault(op, set()).add(label)
+        return False
+    if r.returncode != 0:
+        failures.append(f"{op} {label}: exit {r.returncode}: {r.stderr.strip()[:300]} -- repro: "
+                        + " ".join(shlex.quote(a) for a in [TENSORRUN, *args]))
+        return False
+    return True
+
+
+def thread_checks():
+    """Bitwise the same with --threads 1 and 2 (SPEC.md section 3.2 and 8)."""
+    global checks
+    x = TV("f32", (RNG.standard_normal((1000, 777)) * 3 + 1).astype(np.float32))
+    path = input_file(x)
+    v = x.a.astype(np.float64)
+    stmts = [("sum", "s = sum(x)"), ("sum", "s0 = sum(x, dim=0)"), ("mean", "m = mean(x, dim=1)"),
+             ("mean", "ma = mean(x)"), ("softmax", "sm = softmax(x, dim=-1)"), ("softmax", "sm0 = softmax(x, dim=0)"),
+             ("matmul", "mm = x.mT @ x"), ("matmul", "mb = x[:500] @ x[500:].T"), ("norm", "nr = norm(x, dim=1)"),
+             ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)")]
+    stmts = [(op, s) for op, s in stmts if op in OPS]
+    refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
+            "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
+            "cs": reduce_ref("cumsum", x, dim=0), "cs1": reduce_ref("cumsum", x, dim=-1),
+            "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777)}
+    for name, dim in (("sm", -1), ("sm0", 0)):
+        ref = torch.softmax(t64(v), dim).numpy()
+        m = v.max(axis=dim, keepdims=True)
+        refs[name] = Close("f32", ref, EPS["f32"] * (8 + 2 * np.abs(v - m) + 2 * math.log2(v.shape[dim])) * ref)
+    outs = {}
+    for t in (1, 2):
+        args = ["eval", "; ".join(s for _, s in stmts), "-i", f"x={path}"]
+        names = [s.split(" = ")[0] for _, s in stmts]
+        for nme in names:
+            args += ["-o", f"{nme}={os.path.join(WORK, 'out', f'threads{t}_{nme}.npy')}"]
+        args += ["--threads", str(t)]
+        if not direct(args, f"--threads {t}", "threads"):
+            return
+        outs[t] = {nme: np.load(os.path.join(WORK, "out", f"threads{t}_{nme}.npy")) for nme in names}
+    for op, s in stmts:
+        nme = s.split(" = ")[0]
+        repro = " ".join(shlex.quote(a) for a in [TENSORRUN, "eval", s, "-i", f"x={path}", "-o", f"{nme}.npy"])
+        checks += 2
+        a, b = outs[1][nme], outs[2][nme]
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            diff = np.argwhere(a != b) if a.shape == b.shape else np.zeros((0, a.ndim), int)
+            at = tuple(diff[0]) if len(diff) else None
+            where = f"first at {list(at)}: {a[at]!r} vs {b[at]!r}" if at is not None else "NaN or shape"
+            failures.append(f"{op} f32 [1000, 777] `{s}`: --threads 1 and --threads 2 differ in {len(diff)} values "
+                            f"({where}) -- repro: {repro} --threads 1, then --threads 2")
+        msg = refs[nme].check(NAME_OF[a.dtype], a)
+        if msg:
+            failures.append(f"{op} f32 [1000, 777] `{s}`: {msg} -- repro: {repro} --threads 1")
+
+
+def random_checks():
+    """rand/randn: a seed always gives the same bits, whatever --threads; seeds differ."""
+    global checks
+    for op in ("rand", "randn"):
+        for dt in dts(op):
+            res = {}
+            for tag, seed, threads in (("a", 7, "1"), ("b", 7, "2"), ("c", 8, "2")):
+                p = os.path.join(WORK, "out", f"{op}_{dt}_{tag}.safetensors")
+                expr = f"r = {op}([300, 70], seed={seed}, dtype={dt})"
+                if not direct(["eval", expr, "-o", f"r={p}", "--threads", threads], f"{dt} seed {seed}", op):
+                    break
+                res[tag] = read_result(p)[1]
+            else:
+                checks += 2
+                if res["a"].tobytes() != res["b"].tobytes():
+                    failures.append(f"{op} {dt}: seed 7 gives different bits with --threads 1 and 2 -- repro: "
+                                    f"{TENSORRUN} eval 'r = {op}([300, 70], seed=7, dtype={dt})' -o r=a.safetensors "
+                                    "--threads 1, then --threads 2")
+                if (res["a"] == res["c"]).mean() > 0.01:
+                    failures.append(f"{op} {dt}: seeds 7 and 8 give {100 * (res['a'] == res['c']).mean():.0f}% the same values"
+                                    f" -- repro: {TENSORRUN} eval 'r = {op}([300, 70], seed=8, dtype={dt})' -o r=c.safetensors")
+
+
+# ---------------------------------------------------------------- the reference, checked against PyTorch
+
+def self_check():
+    """The reference's promotion, rounding and sort order are PyTorch's, where PyTorch has the dtypes."""
+    tdt = [d for d in DTYPES if d in TORCH_DT]
+    for d1 in tdt:
+        t1 = torch.zeros(2, dtype=TORCH_DT[d1])
+        for d2 in tdt:
+            want = torch.result_type(t1, torch.zeros(2, dtype=TORCH_DT[d2]))
+            assert TORCH_DT[promote(d1, d2)] == want, (d1, d2)
+        for s in (2, 2.5, True):
+            assert TORCH_DT[promote_weak(d1, s)] == torch.result_type(t1, s), (d1, s)
+    v32 = (RNG.standard_normal(4000) * 10.0 ** RNG.integers(-40, 38, 4000)).astype(np.float32)
+    assert (round_bf16(v32).view(np.uint32) ==
+            torch.from_numpy(v32).to(torch.bfloat16).to(torch.float32).numpy().view(np.uint32)).all()
+    a = np.round(RNG.standard_normal((5, 40)) * 2) / 2
+    a[a == 1.5] = np.nan
+    for desc in (False, True):
+        t = torch.sort(torch.from_numpy(a), dim=-1, descending=desc, stable=True)
+        assert (stable_order(a, -1, desc) == t.indices.numpy()).all()
+    def torch_of(v):
+        t = torch.from_numpy(np.array(v.a, order="C"))
+        return t.to(torch.bfloat16) if v.dt == "bf16" else t
+    for op in BINARY:
+        for d1, d2 in [(d, d) for d in tdt] + [p for p in MIXED if p[0] in TORCH_DT and p[1] in TORCH_DT]:
+            if op in ("sub", "pow") and "bool" in (d1, d2):
+                continue
+            x, y = gen(d1, (3, 1), bin_kind(op, "a", d1)), gen(d2, (4,), bin_kind(op, "b", d2))
+            for b in (y, 2, 2.5):
+                try:
+                    t = getattr(torch, op)(torch_of(x), torch_of(b) if isinstance(b, TV) else b)
+                except TypeError:     # torch.maximum and friends take no numbers
+                    continue
+                name = {v: k for k, v in TORCH_DT.items()}[t.dtype]
+                got = t.float().numpy() if name == "bf16" else t.numpy()
+                msg = binary_ref(op, x, b).check(name, got)
+                assert msg is None, f"reference {op}({d1}, {b if not isinstance(b, TV) else d2}) is not PyTorch's: {msg}"
+    tname = {v: k for k, v in TORCH_DT.items()}
+
+    def same_as_torch(expect, t, what):
+        got = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+        msg = expect.check(tname[t.dtype], got)
+        assert msg is None, f"reference {what} is not PyTorch's: {msg}"
+    for d in tdt:
+        x = gen(d, (4, 6), "mix")
+        for op in ("neg", "abs", "square", "relu", "floor", "round", "exp", "sigmoid", "isnan", "logical_not"):
+            if d == "bool" and op in ("neg", "abs", "square", "relu", "floor", "round") or \
+                    d not in FLOATS and op in ("exp", "sigmoid"):   # PyTorch refuses; SPEC.md says f32
+                continue
+            try:
+                t = getattr(torch, op)(torch_of(x))
+            except RuntimeError:      # no CPU kernel for this dtype in PyTorch 1.13
+                continue
+            same_as_torch(unary_ref(op, x), t, f"{op}({d})")
+        for op in ("sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "cumsum"):
+            if op in ("argmax", "argmin") and d == "bool" or op in ("sum", "prod", "cumsum", "all", "any") and d == "u8":
+                continue          # SPEC.md: sums of unsigned integers are u64; PyTorch's all(u8) is u8
+            try:
+                t = getattr(torch, op)(torch_of(x), 1)
+            except RuntimeError:
+                continue
+            same_as_torch(reduce_ref(op, x, dim=1), t.values if op in ("max", "min") else t, f"{op}({d}, dim=1)")
+
+
+# ---------------------------------------------------------------- main
+
+self_check()
+unary_cases()
+binary_cases()
+where_clamp_cases()
+reduce_cases()
+linalg_cases()
+neural_cases()
+select_cases()
+quantize_cases()
+create_cases()
+view_cases()
+cast_cases()
+run_all(CASES)
+thread_checks()
+random_checks()
+
+for op in sorted(set(OPS) - covered):
+    skipped.setdefault(op, set()).add("no differential check for this op")
+for f in failures:
+    print("FAIL:", f)
+for op, labels in sorted(skipped.items()):
+    print(f"SKIP: {op}: {len(labels)} checks ({'; '.join(sorted(labels)[:3])}{'; ...' if len(labels) > 3 else ''})"
+          + (": cannot run yet" if "no differential check for this op" not in labels else ""))
+print(f"{checks} checks, {len(failures)} failed, {sum(len(v) for v in skipped.values())} skipped")
+sys.exit(1 if failures else 0)
