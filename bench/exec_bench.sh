@@ -9,6 +9,10 @@
 #   3. y = x * 2.0 + 1.0; s = sum(y) over a mapped 1 GiB f32 .npy
 # Every job runs RUNS times, the tools alternating; medians are reported,
 # and ratios tensorrun / peer (below 1: tensorrun is faster or smaller).
+# Jobs 2 and 3 compare tensorrun's whole process with the peers' own time
+# for the job (from before the load to after the save, imports left out:
+# PyTorch's import alone takes over a second); the peers' whole-process
+# times are shown after them.
 #
 # Usage: exec_bench.sh TENSORRUN [WORKDIR]   (WORKDIR needs about 1.3 GiB)
 set -eu
@@ -72,28 +76,48 @@ printf 'outputs: {s: %s/affine_tr.npy}\n' "$OUTDIR" >> affine.yaml
 NP_TINY='import numpy as np, sys; np.save(sys.argv[1], np.load("a4.npy") @ np.load("b4.npy"))'
 PT_TINY='import numpy as np, sys, torch; torch.set_num_threads(2)
 np.save(sys.argv[1], (torch.from_numpy(np.load("a4.npy")) @ torch.from_numpy(np.load("b4.npy"))).numpy())'
+# The peers' job time: from after the imports to after the save, appended
+# to the file named by argv[2] (not in the runs that measure memory).
+JOB_START='import time; t0 = time.perf_counter()'
+JOB_END='import os
+if not os.environ.get("NO_JOB_TIME"): open(sys.argv[2], "a").write("%.6f\n" % (time.perf_counter() - t0))'
 NP_SOFTMAX='import numpy as np, sys
+'"$JOB_START"'
 x = np.load("s8k.npy", mmap_mode="r")
 e = np.exp(x - x.max(axis=-1, keepdims=True))
 e /= e.sum(axis=-1, keepdims=True)
-np.save(sys.argv[1], e)'
+np.save(sys.argv[1], e)
+'"$JOB_END"
 PT_SOFTMAX='import numpy as np, sys, torch; torch.set_num_threads(2)
+'"$JOB_START"'
 x = torch.from_numpy(np.load("s8k.npy", mmap_mode="r"))
-np.save(sys.argv[1], torch.softmax(x, dim=-1).numpy())'
+np.save(sys.argv[1], torch.softmax(x, dim=-1).numpy())
+'"$JOB_END"
 NP_AFFINE='import numpy as np, sys
+'"$JOB_START"'
 x = np.load("x1g.npy", mmap_mode="r")
 y = x * np.float32(2.0) + np.float32(1.0)
-np.save(sys.argv[1], y.sum())'
+np.save(sys.argv[1], y.sum())
+'"$JOB_END"
 PT_AFFINE='import numpy as np, sys, torch; torch.set_num_threads(2)
+'"$JOB_START"'
 x = torch.from_numpy(np.load("x1g.npy", mmap_mode="r"))
 y = x * 2.0 + 1.0
-np.save(sys.argv[1], y.sum().numpy())'
+np.save(sys.argv[1], y.sum().numpy())
+'"$JOB_END"
 
-# measure NAME COMMAND...: appends "seconds peak_anon_kib" to NAME.times
+# measure NAME COMMAND...: appends "seconds peak_anon_kib" to NAME.times,
+# from two runs: one timed alone, one watched by peak_anon.py (whose
+# polling every millisecond takes a core's share from a two-thread run on
+# two cores, and so is kept out of the times).
 measure() {
-    local name=$1
+    local name=$1 t0 t1 kib
     shift
-    "$PY" "$HERE/peak_anon.py" "$@" >> "$name.times"
+    t0=$(date +%s%N)
+    "$@" > /dev/null
+    t1=$(date +%s%N)
+    kib=$(NO_JOB_TIME=1 "$PY" "$HERE/peak_anon.py" "$@" | awk '{print $2}')
+    awk -v a="$t0" -v b="$t1" -v k="$kib" 'BEGIN { printf "%.6f %d\n", (b - a) / 1e9, k }' >> "$name.times"
 }
 
 # per_run NAME N COMMAND...: appends the mean seconds of N runs to NAME.times
@@ -106,22 +130,23 @@ per_run() {
     awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.6f 0\n", (b - a) / n / 1e9 }' >> "$name.times"
 }
 
+# median NAME FIELD [EXT]: the median of a column of NAME.times (or NAME.EXT)
 median() {
-    awk -v f="$2" '{print $f}' "$1.times" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
+    awk -v f="$2" '{print $f}' "$1.${3:-times}" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 
-rm -f ./*.times
+rm -f ./*.times ./*.job
 export PYTHONWARNINGS=ignore
 for _ in $(seq "$RUNS"); do
     per_run tiny_tr 20 "$TENSORRUN" tiny.yaml -q
     per_run tiny_np 20 "$PY" -c "$NP_TINY" "$OUTDIR/tiny_np.npy"
     [ "$HAVE_TORCH" = 1 ] && per_run tiny_pt 5 "$PY" -c "$PT_TINY" "$OUTDIR/tiny_pt.npy"
     measure softmax_tr "$TENSORRUN" softmax.yaml -q
-    measure softmax_np "$PY" -c "$NP_SOFTMAX" "$OUTDIR/softmax_np.npy"
-    [ "$HAVE_TORCH" = 1 ] && measure softmax_pt "$PY" -c "$PT_SOFTMAX" "$OUTDIR/softmax_pt.npy"
+    measure softmax_np "$PY" -c "$NP_SOFTMAX" "$OUTDIR/softmax_np.npy" softmax_np.job
+    [ "$HAVE_TORCH" = 1 ] && measure softmax_pt "$PY" -c "$PT_SOFTMAX" "$OUTDIR/softmax_pt.npy" softmax_pt.job
     measure affine_tr "$TENSORRUN" affine.yaml -q
-    measure affine_np "$PY" -c "$NP_AFFINE" "$OUTDIR/affine_np.npy"
-    [ "$HAVE_TORCH" = 1 ] && measure affine_pt "$PY" -c "$PT_AFFINE" "$OUTDIR/affine_pt.npy"
+    measure affine_np "$PY" -c "$NP_AFFINE" "$OUTDIR/affine_np.npy" affine_np.job
+    [ "$HAVE_TORCH" = 1 ] && measure affine_pt "$PY" -c "$PT_AFFINE" "$OUTDIR/affine_pt.npy" affine_pt.job
 done
 
 "$PY" -c '
@@ -135,14 +160,20 @@ print("sum: tensorrun %.9g, NumPy %.9g, f64 %.9g" % (t, n,
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.0f MiB", k / 1024 }'; }
-report() { # report JOB LABEL
-    local tr np pt
+report() { # report JOB LABEL: the peers' job times where they wrote them
+    local tr np pt ext=times
+    [ -f "$1_np.job" ] && ext=job
     tr=$(median "$1_tr" 1)
-    np=$(median "$1_np" 1)
+    np=$(median "$1_np" 1 $ext)
     printf '%-34s tensorrun %8.4f s   NumPy %8.4f s (x%s)' "$2" "$tr" "$np" "$(ratio "$tr" "$np")"
     if [ -f "$1_pt.times" ]; then
-        pt=$(median "$1_pt" 1)
+        pt=$(median "$1_pt" 1 $ext)
         printf '   PyTorch %8.4f s (x%s)' "$pt" "$(ratio "$tr" "$pt")"
+    fi
+    if [ $ext = job ]; then
+        printf '   [whole process: NumPy %.4f s' "$(median "$1_np" 1)"
+        [ -f "$1_pt.times" ] && printf ', PyTorch %.4f s' "$(median "$1_pt" 1)"
+        printf ']'
     fi
     echo
 }

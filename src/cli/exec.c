@@ -259,10 +259,10 @@ static bool awaited_by_output(const struct exec *x, const char *name, size_t s, 
     return false;
 }
 
-/* Whether name's current value is read after statement k of stage s (k =
- * the stage's last statement at its end), kept by stage s, or awaited by an
- * output. */
-static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
+/* Whether something other than an output reads name's value as statement
+ * k of stage s leaves it: a later statement, the stage's keep, or a later
+ * stage. */
+static bool read_later(const struct exec *x, const char *name, size_t s, size_t k)
 {
     const struct stage *st = &x->p->stages[s];
 
@@ -275,8 +275,6 @@ static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
     for (size_t i = 0; i < st->nkeep; i++)
         if (strcmp(st->keep[i].name, name) == 0)
             return true;
-    if (awaited_by_output(x, name, s, k))
-        return true;
     for (size_t t = s + 1; t < x->plan->nstages; t++) {
         const struct plan_stage *later = &x->plan->stages[t];
         if (contains(later->reads, later->nreads, name))
@@ -286,6 +284,40 @@ static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
                 return false;
     }
     return false;
+}
+
+/* Whether name's current value is read after statement k of stage s (k =
+ * the stage's last statement at its end), kept by stage s, or awaited by an
+ * output. */
+static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
+{
+    return read_later(x, name, s, k) || awaited_by_output(x, name, s, k);
+}
+
+/*
+ * The mapping of the output file that statement k of stage s can compute
+ * its value straight into, or NULL: its one target goes only to a file of
+ * its own, .npy or raw, uncompressed, in its own dtype, and nothing else
+ * reads it.  Such a value never takes pool memory, nor is it copied to be
+ * written.
+ */
+static struct tr_tensor *output_mapping(struct exec *x, size_t s, size_t k)
+{
+    const struct statement *st = x->p->stages[s].statements[k];
+    const char *name = st->ntargets == 1 ? st->targets[0] : NULL;
+    const struct plan_value *v = name ? plan_lookup(x->plan, name) : NULL;
+
+    if (!v || v->meta.kind != TR_VALUE_TENSOR || v->meta.device.kind != TR_DEV_CPU ||
+        !is_final(x, name, s, k) || read_later(x, name, s, k))
+        return NULL;
+    for (size_t i = 0; i < x->ngroups; i++) {
+        struct out_group *g = &x->groups[i];
+        const struct output *out = &x->p->outputs[g->members[0]];
+        if (g->nmembers == 1 && !g->written && strcmp(out->name, name) == 0 &&
+            (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype))
+            return tio_output_map(g->file, v->meta.dtype, v->meta.ndim, v->meta.shape);
+    }
+    return NULL;
 }
 
 /* Releases every tensor nothing needs any more. */
@@ -406,7 +438,14 @@ static int run_stage(struct exec *x, size_t s)
     for (size_t k = 0; k < st->nstatements && status == EXIT_OK; k++) {
         const struct expr *at = NULL;
         double t0 = now_ms();
-        if (interp_statement(&x->env, st->statements[k], (int)s, &at) != TR_OK) {
+        struct tr_tensor *into = output_mapping(x, s, k);
+        tr_status ran;
+
+        tr_op_result_into(into);
+        ran = interp_statement(&x->env, st->statements[k], (int)s, &at);
+        tr_op_result_into(NULL);
+        tr_release(into);
+        if (ran != TR_OK) {
             status = exit_for_status(tr_last_status());
             stage_failed(x, st, at);
             break;

@@ -46,9 +46,31 @@ tr__kernel_fn tr__kernel_for(const char *name)
 
 /* ---------------------------------------------------------- helpers */
 
+static _Thread_local struct tr_tensor *result_into;
+
+void tr_op_result_into(struct tr_tensor *dest)
+{
+    result_into = dest;
+}
+
+struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
+                                 struct tr_device device)
+{
+    struct tr_tensor *d = result_into;
+
+    if (d && device.kind == TR_DEV_CPU && d->storage->device.kind == TR_DEV_CPU &&
+        d->dtype == out->dtype && d->ndim == out->ndim &&
+        memcmp(d->shape, out->shape, (size_t)d->ndim * sizeof *d->shape) == 0 &&
+        !(d->storage->flags & TR_FLAG_READONLY) && tr__is_contiguous(d->ndim, d->shape, d->strides)) {
+        result_into = NULL;
+        return tr__tensor_alias(d);
+    }
+    return tr__empty(name, out->dtype, out->ndim, out->shape, device);
+}
+
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)
 {
-    return tr__empty("result", out->dtype, out->ndim, out->shape, device);
+    return tr__new_result("result", out, device);
 }
 
 struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,

@@ -18,7 +18,11 @@ typedef tr_status (*tr__kernel_fn)(const struct tr__op *op, const struct tr_arg 
 /* The kernel of the op called name (kernels.def), or NULL. */
 tr__kernel_fn tr__kernel_for(const char *name);
 
-/* A new compact result tensor as out describes it, on device. */
+/* A new compact result tensor as out describes it, on device: the memory
+ * tr_op_result_into offered when it fits, else the pool's (errors naming
+ * name; "result" for tr__result). */
+struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
+                                 struct tr_device device);
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
 
 /* A result for out written over one of the nargs arguments, when one is

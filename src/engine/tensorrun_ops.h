@@ -147,6 +147,17 @@ struct tr_value tr_value_of(const struct tr_tensor *t);
 tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
                     struct tr_tensor **results);
 
+/*
+ * Offers dest (compact, writable, on the CPU) as the memory of the next
+ * result an op run on this thread makes of exactly dest's dtype and shape:
+ * that result is then a new handle of dest, computed in place (an output
+ * computed straight into its file's mapping).  At most one result takes
+ * it, and it may be a temporary of the op rather than its final result:
+ * the caller checks with tr_tensor_shares_storage.  NULL withdraws the
+ * offer.  The offer holds no reference: withdraw it before releasing dest.
+ */
+void tr_op_result_into(struct tr_tensor *dest);
+
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers;
  * weak numbers do not widen a tensor's dtype).  TR_ERR_DTYPE for u64 with
  * a signed type, which needs an explicit cast. */

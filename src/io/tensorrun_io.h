@@ -161,6 +161,19 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
 tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
                            const struct tr_tensor *const *tensors, enum tr_dtype dtype,
                            const struct tio_metadata *metadata);
+/*
+ * The data of a one-tensor .npy or raw output, mapped to be computed in
+ * place: writes the header for dtype and shape, reserves the file's blocks
+ * and maps it (read-write, shared).  Returns a compact, writable tensor over
+ * the mapping (unmapped with its last view); tio_output_write given a
+ * tensor whose data is that mapping's then writes nothing more, and any
+ * other tensor is written as usual, over it.  NULL, with no error, when the
+ * output cannot be mapped: standard output, compression, safetensors, or a
+ * file system that cannot reserve the blocks (a full disk among them: a
+ * mapped file that runs out of room kills the process).
+ */
+struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, int ndim,
+                                 const int64_t *shape);
 /* Bytes written so far (before compression: the file's own size). */
 uint64_t tio_output_bytes(const struct tio_output *out);
 /* Renames the written temporary file into place (after fsync of the file,

@@ -35,6 +35,8 @@ struct tio_output {
     uint64_t bytes;
     bool written, committed;
     bool failed;        /* the write failed: nothing may be committed */
+    const char *mapped; /* tio_output_map's data, and its length */
+    uint64_t mapped_bytes;
 };
 
 /* ---------------------------------------------------------- temporaries */
@@ -232,6 +234,70 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
     return out;
 }
 
+/* --------------------------------------------------------------- mapping */
+
+static void unmap_file(void *data, void *ctx)
+{
+    munmap(data, (size_t)(uintptr_t)ctx);
+}
+
+struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, int ndim,
+                                 const int64_t *shape)
+{
+    uint64_t numel = 1, data_bytes, total;
+    char *header = NULL;
+    size_t len = 0;
+    void *base;
+    struct tr_blob blob;
+    struct tr_tensor *t;
+
+    if (!out->tmp_path || out->written || out->mapped || out->options.compression ||
+        (out->format != TIO_FORMAT_NPY && out->format != TIO_FORMAT_RAW))
+        return NULL;
+    for (int i = 0; i < ndim; i++)
+        numel *= (uint64_t)shape[i];
+    data_bytes = numel * tr_dtype_size(dtype);
+    if (data_bytes == 0 || data_bytes > SIZE_MAX / 2)
+        return NULL;
+    if (out->format == TIO_FORMAT_NPY &&
+        tio__npy_header(dtype, ndim, shape, &header, &len) != TR_OK)
+        return NULL;
+    total = len + data_bytes;
+    /* the blocks first: a store into a hole the disk cannot fill is SIGBUS */
+    if (posix_fallocate(out->fd, 0, (off_t)total) != 0 ||
+        (len && pwrite(out->fd, header, len, 0) != (ssize_t)len)) {
+        free(header);
+        if (ftruncate(out->fd, 0) != 0)
+            out->failed = true;
+        return NULL;
+    }
+    free(header);
+    base = mmap(NULL, (size_t)total, PROT_READ | PROT_WRITE, MAP_SHARED, out->fd, 0);
+    if (base == MAP_FAILED)
+        return NULL;
+    blob = (struct tr_blob){.data = base,
+                            .nbytes = (size_t)total,
+                            .offset = (int64_t)len,
+                            .deleter = unmap_file,
+                            .deleter_ctx = (void *)(uintptr_t)total,
+                            .flags = 0};
+    t = tr_from_blob(&blob, dtype, ndim, shape, NULL, TR_CPU);
+    if (!t) {
+        munmap(base, (size_t)total);
+        return NULL;
+    }
+    out->mapped = (const char *)base + len;
+    out->mapped_bytes = total;
+    return t;
+}
+
+/* Whether t is the tensor tio_output_map made, as written. */
+static bool is_mapped(const struct tio_output *out, const struct tr_tensor *t, enum tr_dtype dtype)
+{
+    return out->mapped && tr_tensor_data(t) == out->mapped && tr_tensor_dtype(t) == dtype &&
+           tr_tensor_is_contiguous(t);
+}
+
 /* -------------------------------------------------------------- writing */
 
 /* The block of t that starts at index: dimensions before k at their index,
@@ -427,6 +493,15 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
 
     TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
     out->written = true;
+    if (out->mapped && lseek(out->fd, 0, SEEK_SET) != 0)
+        return tio__error(TR_ERR_IO, "cannot seek in %s: %s", out->tmp_path, strerror(errno));
+    if (n == 1 && out->mapped &&
+        is_mapped(out, tensors[0], dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[0]) : dtype)) {
+        /* computed in place: header and values are in the file already */
+        s = TR_OK;
+        out->bytes = out->mapped_bytes;
+        goto written;
+    }
     switch (out->format) {
     case TIO_FORMAT_NPY:
         single = one(tensors, n, "npy");
@@ -451,6 +526,10 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
     if (s == TR_OK)
         s = tio__sink_finish(out->sink);
     out->bytes = tio__sink_bytes(out->sink);
+    if (s == TR_OK && out->mapped && out->bytes != out->mapped_bytes &&
+        ftruncate(out->fd, (off_t)out->bytes) != 0)
+        s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
+written:
     if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
         s = tio__error(TR_ERR_IO, "cannot flush to disk: %s", strerror(errno));
     if (out->tmp_path && out->fd >= 0) {

@@ -142,6 +142,54 @@ outputs: {z: z.npy}'
     [ "$(json_field run peak_active_bytes)" = '{"cpu": 8388608}' ]
 }
 
+@test "an output nothing else reads is computed straight into its file: no pool memory" {
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: direct
+    do:
+      - y = softmax(m * 2, dim=-1)
+      - p = m @ m
+  - name: later
+    do: [s = sum(q)]
+outputs: {y: y.npy, p: p.bin, q: q.npy, s: s.npy}'
+    # q is read by a later stage: it stays pool memory
+    sed -i 's/- p = m @ m/- p = m @ m\n      - q = m + 1/' p.yaml
+    run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
+    close y.npy 'np.exp(2 * m - (2 * m).max(-1, keepdims=True)) / np.exp(2 * m - (2 * m).max(-1, keepdims=True)).sum(-1, keepdims=True)'
+    "$PY" -c '
+import numpy as np
+m = np.load("m.npy"); p = np.fromfile("p.bin", dtype="<f4").reshape(1024, 1024)
+assert np.allclose(p, m.astype("f8") @ m, rtol=1e-4, atol=1e-3)
+assert (np.load("q.npy") == m + 1).all()'
+    # m * 2 is the one pool temporary (the softmax went into y.npy, the
+    # product into p.bin); q is 4 MiB more, kept for the later stage
+    [ "$(json_field direct alloc_count)" -eq 2 ]
+    [ "$(json_field direct active_bytes)" -eq 4194304 ]
+    [ "$(json_field direct kept)" = '["q"]' ]
+}
+
+@test "an output that cannot be reserved on disk is written as usual" {
+    INJECT=$BATS_TEST_DIRNAME/../inject/inject.so
+    [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    do: [y = softmax(m, dim=0)]
+outputs: {y: y.npy}'
+    run --separate-stderr env TR_FAIL_FALLOCATE=1 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        "$TENSORRUN" p.yaml --stats json --stats-file stats.jsonl
+    [ "$status" -eq 0 ]
+    close y.npy 'np.exp(m - m.max(0)) / np.exp(m - m.max(0)).sum(0)'
+    [ "$(json_field s peak_active_bytes)" -eq 4194304 ]
+    echo precious > y.npy
+    run --separate-stderr env TR_FAIL_FALLOCATE=1 TR_FAIL_WRITE=1000 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$TENSORRUN" p.yaml
+    [ "$status" -eq 4 ]
+    [ "$(cat y.npy)" = precious ]
+    no_temporaries
+}
+
 @test "--keep-cache and keep_cache: nothing is released between stages" {
     pipeline 'inputs: {m: m.npy}
 stages:

@@ -8,6 +8,8 @@
  *   TR_FAIL_CLOSE=1    close(2) of a descriptor above 2 fails with EIO
  *                      (after closing it, as Linux does)
  *   TR_FAIL_RENAME=1   rename(2) fails with EXDEV
+ *   TR_FAIL_FALLOCATE=1  posix_fallocate(3) fails with ENOSPC (a file that
+ *                      cannot be mapped and computed in place)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -79,4 +81,20 @@ int rename(const char *from, const char *to)
         return -1;
     }
     return real(from, to);
+}
+
+int posix_fallocate(int fd, off_t offset, off_t len)
+{
+    static int (*real)(int, off_t, off_t);
+
+    if (!real)
+        real = (int (*)(int, off_t, off_t))dlsym(RTLD_NEXT, "posix_fallocate");
+    if (limit("TR_FAIL_FALLOCATE") == 1)
+        return ENOSPC;
+    return real(fd, offset, len);
+}
+
+int posix_fallocate64(int fd, off_t offset, off_t len)
+{
+    return posix_fallocate(fd, offset, len);
 }

@@ -227,6 +227,46 @@ static void test_softmax_narrow_tiled(void)
     tr_release(t);
 }
 
+/* A result offered memory by tr_op_result_into is made there, once, and
+ * only when dtype and shape match. */
+static void test_result_into(void)
+{
+    float a[4] = {1, 2, 3, 4}, dest[4] = {0}, small[2] = {0};
+    int64_t s[1] = {4}, two[1] = {2};
+    struct tr_blob blob = {.data = dest, .nbytes = sizeof dest};
+    struct tr_blob blob2 = {.data = small, .nbytes = sizeof small};
+    struct tr_tensor *t = tr_from_data(a, TR_DTYPE_F32, 1, s, TR_CPU);
+    struct tr_tensor *d = tr_from_blob(&blob, TR_DTYPE_F32, 1, s, NULL, TR_CPU);
+    struct tr_tensor *d2 = tr_from_blob(&blob2, TR_DTYPE_F32, 1, two, NULL, TR_CPU);
+    struct tr_tensor *r, *r2;
+
+    tr_op_result_into(d);
+    r = run("mul", (struct tr_arg[]){tensor_arg(t), number_arg(3, true)}, 2);
+    r2 = run("add", (struct tr_arg[]){tensor_arg(t), number_arg(1, true)}, 2);
+    tr_op_result_into(NULL);
+    ok(r && tr_tensor_shares_storage(r, d) && dest[3] == 12, "the result is made in the offered memory");
+    ok(r2 && !tr_tensor_shares_storage(r2, d) && dest[3] == 12 && at(r2, 0, 3) == 5,
+       "and only one result takes it");
+    tr_release(r);
+    tr_release(r2);
+    tr_op_result_into(d2);
+    r = run("exp", (struct tr_arg[]){tensor_arg(t)}, 1);
+    tr_op_result_into(NULL);
+    ok(r && !tr_tensor_shares_storage(r, d2) && small[0] == 0, "not by a result of another shape");
+    tr_release(r);
+    tr_op_result_into(d);
+    r = run("softmax", (struct tr_arg[]){tensor_arg(t)}, 1);
+    r2 = run("matmul", (struct tr_arg[]){tensor_arg(t), tensor_arg(t)}, 2);
+    tr_op_result_into(NULL);
+    ok(r && tr_tensor_shares_storage(r, d) && fabs(dest[0] + dest[1] + dest[2] + dest[3] - 1) < 1e-6,
+       "softmax computes into it too");
+    tr_release(r2);
+    tr_release(r);
+    tr_release(d2);
+    tr_release(d);
+    tr_release(t);
+}
+
 /* Ops whose kernels are not written yet fail by name; once every op of
  * the table has its kernel there is nothing left to check. */
 static void test_missing_kernel(void)
@@ -323,5 +363,6 @@ int main(void)
     test_logical_floats();
     test_integer_to_half();
     test_softmax_narrow_tiled();
+    test_result_into();
     return done_testing();
 }

@@ -100,6 +100,114 @@ static void test_commit_protocol(void)
     tr_release(t);
 }
 
+/* The whole file at path, its length in *len. */
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+
+    *len = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (*len = ftell(f)) >= 0 &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)*len + 1)) != NULL &&
+        fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* Whether the files a and b hold the same bytes. */
+static bool same_file(const char *a, const char *b)
+{
+    long la, lb;
+    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    bool same = x && y && la == lb && memcmp(x, y, (size_t)la) == 0;
+
+    free(x);
+    free(y);
+    return same;
+}
+
+/* t written the usual way to dir/name. */
+static void write_plain(const char *name, const struct tr_tensor *t)
+{
+    char path[64];
+    struct tio_output *out;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    out = tio_output_open(path, NULL);
+    if (out && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){t},
+                                TR_DTYPE_COUNT, NULL) == TR_OK)
+        tio_output_commit(out);
+    tio_output_close(out);
+}
+
+/* An output mapped and computed in place is the file a plain write makes;
+ * another tensor written instead replaces what the mapping held. */
+static void test_mapped_output(void)
+{
+    static const char *const names[] = {"m.npy", "m.bin", "plain.npy", "plain.bin", "other.npy",
+                                        "plain-other.npy"};
+    int64_t shape[2] = {3, 4}, two = 2;
+    double d[2] = {1.5, -2};
+    struct tr_tensor *m, *other = tr_from_data(d, TR_DTYPE_F64, 1, &two, TR_CPU), *plain;
+    struct tio_output *out;
+    char path[64], want[64];
+
+    for (int f = 0; f < 2; f++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[f]);
+        out = tio_output_open(path, NULL);
+        m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
+        ok(m && tr_tensor_is_contiguous(m) && !(tr_tensor_flags(m) & TR_FLAG_READONLY),
+           "%s: mapped, compact and writable", names[f]);
+        for (int i = 0; m && i < 12; i++)
+            ((float *)tr_tensor_data(m))[i] = (float)i / 4;
+        ok(m && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){m},
+                                 TR_DTYPE_COUNT, NULL) == TR_OK &&
+               tio_output_bytes(out) == (f ? 48u : 128u + 48u) && tio_output_commit(out) == TR_OK,
+           "%s: written in place: header and values, no more", names[f]);
+        plain = m ? tr_clone(m) : NULL;
+        tr_release(m);
+        tio_output_close(out);
+        write_plain(names[f + 2], plain);
+        snprintf(want, sizeof want, "%s/%s", dir, names[f + 2]);
+        ok(plain && same_file(path, want), "%s: the same bytes as a plain write", names[f]);
+        tr_release(plain);
+    }
+
+    snprintf(path, sizeof path, "%s/other.npy", dir);
+    out = tio_output_open(path, NULL);
+    m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
+    ok(m && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){other}, TR_DTYPE_COUNT,
+                             NULL) == TR_OK &&
+           tio_output_commit(out) == TR_OK,
+       "mapped, then another tensor written instead");
+    tr_release(m);
+    tio_output_close(out);
+    write_plain("plain-other.npy", other);
+    snprintf(want, sizeof want, "%s/plain-other.npy", dir);
+    ok(same_file(path, want), "the file is that tensor's, shorter than the mapping");
+
+    for (int i = 0; i < 3; i++) {
+        static const char *const refused[] = {"r.npy.zst", "r.safetensors", "-"};
+        if (i < 2)
+            snprintf(path, sizeof path, "%s/%s", dir, refused[i]);
+        out = tio_output_open(i < 2 ? path : "-", NULL);
+        m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
+        ok(out && !m, "%s: not mapped (written as usual)", refused[i]);
+        tr_release(m);
+        tio_output_close(out);
+    }
+    is_int(temporaries(), 0, "no temporary file left");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    tr_release(other);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -108,6 +216,7 @@ int main(void)
     }
     test_readonly_memory_survives();
     test_commit_protocol();
+    test_mapped_output();
     char path[64];
     snprintf(path, sizeof path, "%s/ro.npy", dir);
     unlink(path);

@@ -61,7 +61,7 @@ static double double_of(const struct tr_value *v)
 /* The compact result out describes, on the CPU; errors name the op. */
 static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out)
 {
-    return tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+    return tr__new_result(op->info.name, out, TR_CPU);
 }
 
 static tr_status finish(struct tr_tensor *t, tr_status s, struct tr_tensor **results)

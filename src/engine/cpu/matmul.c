@@ -57,6 +57,23 @@ static void blas_single_threaded(void)
 #endif
 }
 
+/*
+ * OpenBLAS's pthreads build starts its worker threads when it is loaded,
+ * and they spin on sched_yield for about 2^28 cycles (a tenth of a second)
+ * before they sleep: a third runnable thread on two cores, taking CPU from
+ * whatever runs first (measured: a fifth of the CPU of a 0.3 s softmax).
+ * BLAS runs single-threaded here, so they are shut down as soon as the
+ * program starts, when the library has that (weak: absent elsewhere).
+ */
+extern void blas_thread_shutdown_(void) __attribute__((weak));
+
+__attribute__((constructor)) static void stop_blas_threads(void)
+{
+    blas_single_threaded();
+    if (blas_thread_shutdown_)
+        blas_thread_shutdown_();
+}
+
 /* One operand as BLAS sees it: a rows x cols matrix per batch. */
 struct operand {
     struct tr_tensor *t;             /* the handle read: the argument or a compact copy */
@@ -281,7 +298,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     else
         tr_release(tb);
     if (s == TR_OK) {
-        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+        c = tr__new_result(name, out, TR_CPU);
         s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
     }
     tr_release(a.t);
@@ -336,7 +353,7 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
                   : NULL;
     }
     if (row)
-        c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+        c = tr__new_result(op->info.name, out, TR_CPU);
     if (!c)
         s = tr_last_status();
     else

@@ -10,10 +10,11 @@
  * reduce_impl.h, so they are the bits of the reduction ops: layer_norm's
  * mean is mean(x, -1), l2_normalize's norm is norm(x, 2, dim) (accumulated
  * in f64, rounded to the compute dtype), rms_norm's mean square is
- * mean(x * x, -1).  A line of up to LINE_CACHE values is read once into a
- * buffer (into the result itself when the result's line is a compact run
- * of the compute dtype) and its passes run there; a longer one is read
- * again, a block at a time, for each pass.
+ * mean(x * x, -1).  A line that is a compact run of the compute dtype is
+ * read where it is; otherwise a line of up to LINE_CACHE values is read
+ * once into a buffer (into the result itself when the result's line is a
+ * compact run of the compute dtype) and its passes run there, and a longer
+ * one is read again, a block at a time, for each pass.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -138,7 +139,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
     {                                                                        \
         int64_t off[2], len = j->len, nb = j->nblocks;                       \
         const T *wt = j->weight, *bs = j->bias;                              \
-        T *sums = (T *)(void *)w->sums, *line = NULL;                        \
+        T *sums = (T *)(void *)w->sums, *line = NULL, *exps = NULL;          \
         double *dsums = (double *)(void *)w->sums;                           \
         T m = 0, s = 0, mean = 0, rstd = 0, denom = 0, lse = 0;              \
         const char *x;                                                       \
@@ -149,10 +150,16 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         tr__iter_offsets(&j->lines, l, off);                                 \
         x = j->xbase + off[0];                                               \
         y = j->ybase + off[1];                                               \
+        /* line: the values, when all are at hand (x itself when it is a   \
+         * compact run of the compute dtype); exps: where softmax keeps    \
+         * the exponentials, when it can */                                 \
         if (given) {                                                         \
-            line = given;                                                    \
+            line = exps = given;                                             \
+        } else if (j->xdtype == j->compute && j->xstep == (int64_t)sizeof(T)) { \
+            line = (T *)(uintptr_t)x;                                        \
+            exps = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
         } else if (j->cached) {                                              \
-            line = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
+            line = exps = j->direct ? (T *)(void *)y : (T *)(void *)w->line; \
             tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep,   \
                              j->xdtype, len);                                \
         }                                                                    \
@@ -167,9 +174,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                         T bm = max_##SUF(v, n);                              \
                         m = b == 0 || bm != bm || (m == m && bm > m) ? bm : m; \
                     } else {                                                 \
-                        /* softmax keeps a cached line's exponentials for   \
-                         * the end */                                        \
-                        T *e = line && j->kind == K_SOFTMAX ? line + b * BLOCK \
+                        T *e = exps && j->kind == K_SOFTMAX ? exps + b * BLOCK \
                                                             : (T *)(void *)w->tmp; \
                         exp_sub_##SUF(e, v, n, m);                           \
                         sums[b] = sum_##SUF(e, n, 0);                        \
@@ -226,7 +231,9 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                                  : (T *)(void *)w->out;                       \
             switch (j->kind) {                                               \
             case K_SOFTMAX:                                                  \
-                if (!line) {                                                 \
+                if (exps) {                                                  \
+                    v = exps + first;                                        \
+                } else {                                                     \
                     exp_sub_##SUF(dst, v, n, m);                             \
                     v = dst;                                                 \
                 }                                                            \
