@@ -35,8 +35,10 @@ struct tio_output {
     uint64_t bytes;
     bool written, committed;
     bool failed;        /* the write failed: nothing may be committed */
-    const char *mapped; /* tio_output_map's data, and its length */
+    const char *mapped; /* tio_output_map's data, and the file's length */
     uint64_t mapped_bytes;
+    bool resized;       /* tio_output_map may have left the file longer than
+                           a write: it is cut to what was written */
 };
 
 /* ---------------------------------------------------------- temporaries */
@@ -263,12 +265,12 @@ struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, in
         tio__npy_header(dtype, ndim, shape, &header, &len) != TR_OK)
         return NULL;
     total = len + data_bytes;
-    /* the blocks first: a store into a hole the disk cannot fill is SIGBUS */
+    /* the blocks first: a store into a hole the disk cannot fill is SIGBUS.
+     * pwrite leaves the file offset at 0 for a write as usual. */
+    out->resized = true;
     if (posix_fallocate(out->fd, 0, (off_t)total) != 0 ||
         (len && pwrite(out->fd, header, len, 0) != (ssize_t)len)) {
         free(header);
-        if (ftruncate(out->fd, 0) != 0)
-            out->failed = true;
         return NULL;
     }
     free(header);
@@ -493,9 +495,7 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
 
     TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
     out->written = true;
-    if (out->mapped && lseek(out->fd, 0, SEEK_SET) != 0)
-        return tio__error(TR_ERR_IO, "cannot seek in %s: %s", out->tmp_path, strerror(errno));
-    if (n == 1 && out->mapped &&
+    if (n == 1 &&
         is_mapped(out, tensors[0], dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[0]) : dtype)) {
         /* computed in place: header and values are in the file already */
         s = TR_OK;
@@ -526,8 +526,7 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
     if (s == TR_OK)
         s = tio__sink_finish(out->sink);
     out->bytes = tio__sink_bytes(out->sink);
-    if (s == TR_OK && out->mapped && out->bytes != out->mapped_bytes &&
-        ftruncate(out->fd, (off_t)out->bytes) != 0)
+    if (s == TR_OK && out->resized && ftruncate(out->fd, (off_t)out->bytes) != 0)
         s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
 written:
     if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
