@@ -10,6 +10,8 @@
  *   TR_FAIL_RENAME=1   rename(2) fails with EXDEV
  *   TR_FAIL_FALLOCATE=1  posix_fallocate(3) fails with ENOSPC (a file that
  *                      cannot be mapped and computed in place)
+ *   TR_FAIL_CREATE=1   mkostemp(3) fails with EACCES: a directory that is
+ *                      not writable, even for root
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -97,4 +99,17 @@ int posix_fallocate(int fd, off_t offset, off_t len)
 int posix_fallocate64(int fd, off_t offset, off_t len)
 {
     return posix_fallocate(fd, offset, len);
+}
+
+int mkostemp(char *template, int flags)
+{
+    static int (*real)(char *, int);
+
+    if (!real)
+        real = (int (*)(char *, int))dlsym(RTLD_NEXT, "mkostemp");
+    if (limit("TR_FAIL_CREATE") == 1) {
+        errno = EACCES;
+        return -1;
+    }
+    return real(template, flags);
 }
