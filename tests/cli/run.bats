@@ -502,6 +502,31 @@ outputs: {y: y.npy, x: x.npy}'
     no_temporaries
 }
 
+@test "--progress: once a stage has run a second, a line names it and its statement" {
+    pipeline 'stages:
+  - name: long
+    do:
+      - x = randn([2048, 2048], seed=1)
+      - y = x @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+      - y = y @ x
+outputs: {y: y.npy}'
+    "$TENSORRUN" p.yaml --progress --stats none --threads 1 2> forced & forced=$!
+    "$TENSORRUN" p.yaml --stats none --threads 1 2> auto & auto=$!
+    sleep 1.6
+    kill -INT $forced $auto
+    wait $forced || true
+    wait $auto || true
+    grep -aq 'long: statement [0-9]* of 9, 1\.[0-9] s' forced
+    # stderr is not a terminal: no progress line unless asked for
+    ! grep -aq 'statement' auto
+}
+
 @test "SIGTERM has the same effect as SIGINT" {
     pipeline 'stages:
   - name: long
