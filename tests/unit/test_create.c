@@ -17,124 +17,15 @@
 
 #include "philox_math.h"
 #include "tensorrun_ops.h"
+#include "op_test.h"
 #include "tap.h"
-
-static struct tr_arg int_arg(int64_t v)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_INT;
-    a.value.integer = v;
-    a.value.known = a.value.weak = true;
-    return a;
-}
-
-static struct tr_arg float_arg(double v)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_FLOAT;
-    a.value.number = v;
-    a.value.known = a.value.weak = true;
-    return a;
-}
-
-static struct tr_arg bool_arg(bool v)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_BOOL;
-    a.value.boolean = v;
-    a.value.known = true;
-    return a;
-}
-
-static struct tr_arg dtype_arg(enum tr_dtype d)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_DTYPE;
-    a.value.dtype = d;
-    a.value.known = true;
-    return a;
-}
-
-static struct tr_arg none_arg(void)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_NONE;
-    return a;
-}
 
 /* A shape argument: a list of n integers (items the caller keeps). */
 static struct tr_arg shape_arg(struct tr_arg *items, const int64_t *dims, int n)
 {
-    struct tr_arg a;
-
     for (int i = 0; i < n; i++)
         items[i] = int_arg(dims[i]);
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_LIST;
-    a.value.count = (size_t)n;
-    a.value.known = true;
-    a.items = items;
-    return a;
-}
-
-/* Runs op on the given leading arguments (defaults for the rest). */
-static struct tr_tensor *run(const char *name, const struct tr_arg *given, int n)
-{
-    const struct tr_op_info *op = tr_op_find(name);
-    struct tr_arg args[TR_OP_MAX_PARAMS];
-    struct tr_tensor *results[TR_OP_MAX_RESULTS] = {NULL};
-
-    for (int i = 0; i < op->nparams; i++) {
-        if (i < n) {
-            args[i] = given[i];
-        } else {
-            memset(&args[i], 0, sizeof args[i]);
-            args[i].value = op->params[i].default_value;
-        }
-    }
-    return tr_op_run(op, args, results) == TR_OK ? results[0] : NULL;
-}
-
-static double flat(const struct tr_tensor *t, int64_t i)
-{
-    int64_t index[TR_MAX_DIMS];
-    int n = tr_tensor_ndim(t);
-    const int64_t *shape = tr_tensor_shape(t);
-    double v = NAN;
-
-    for (int d = n - 1; d >= 0; d--) {
-        index[d] = i % shape[d];
-        i /= shape[d];
-    }
-    tr_tensor_item(t, index, &v);
-    return v;
-}
-
-static bool is(const struct tr_tensor *t, enum tr_dtype dtype, int ndim, const int64_t *shape)
-{
-    return t && tr_tensor_dtype(t) == dtype && tr_tensor_ndim(t) == ndim &&
-           (ndim == 0 || memcmp(tr_tensor_shape(t), shape, (size_t)ndim * sizeof *shape) == 0);
-}
-
-/* A tensor's values against a list. */
-static bool values(const struct tr_tensor *t, const double *want, int64_t n)
-{
-    if (!t || tr_tensor_numel(t) != n)
-        return false;
-    for (int64_t i = 0; i < n; i++)
-        if (flat(t, i) != want[i])
-            return false;
-    return true;
+    return list_arg(items, (size_t)n);
 }
 
 /* rand or randn of shape [n] with seed and dtype. */

@@ -9,17 +9,8 @@
 #include <string.h>
 
 #include "tensorrun_ops.h"
+#include "op_test.h"
 #include "tap.h"
-
-static struct tr_arg tensor_arg(struct tr_tensor *t)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.tensor = t;
-    a.value = tr_value_of(t);
-    return a;
-}
 
 static struct tr_arg number_arg(double x, bool integer)
 {
@@ -31,24 +22,6 @@ static struct tr_arg number_arg(double x, bool integer)
     a.value.number = x;
     a.value.known = a.value.weak = true;
     return a;
-}
-
-/* Runs op on the given leading arguments (defaults for the rest). */
-static struct tr_tensor *run(const char *name, const struct tr_arg *given, int n)
-{
-    const struct tr_op_info *op = tr_op_find(name);
-    struct tr_arg args[TR_OP_MAX_PARAMS];
-    struct tr_tensor *results[TR_OP_MAX_RESULTS] = {NULL};
-
-    for (int i = 0; i < op->nparams; i++) {
-        if (i < n) {
-            args[i] = given[i];
-        } else {
-            memset(&args[i], 0, sizeof args[i]);
-            args[i].value = op->params[i].default_value;
-        }
-    }
-    return tr_op_run(op, args, results) == TR_OK ? results[0] : NULL;
 }
 
 static double at(const struct tr_tensor *t, int64_t i, int64_t j)

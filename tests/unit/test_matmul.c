@@ -12,56 +12,12 @@
 #endif
 
 #include "tensorrun_ops.h"
+#include "op_test.h"
 #include "tap.h"
-
-static struct tr_arg tensor_arg(struct tr_tensor *t)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.tensor = t;
-    a.value = tr_value_of(t);
-    return a;
-}
-
-/* Runs op on the given leading arguments (defaults for the rest); the
- * first result, or NULL. */
-static struct tr_tensor *run(const char *name, const struct tr_arg *given, int n)
-{
-    const struct tr_op_info *op = tr_op_find(name);
-    struct tr_arg args[TR_OP_MAX_PARAMS];
-    struct tr_tensor *results[TR_OP_MAX_RESULTS] = {NULL};
-
-    for (int i = 0; i < op->nparams; i++) {
-        if (i < n) {
-            args[i] = given[i];
-        } else {
-            memset(&args[i], 0, sizeof args[i]);
-            args[i].value = op->params[i].default_value;
-        }
-    }
-    return tr_op_run(op, args, results) == TR_OK ? results[0] : NULL;
-}
 
 static struct tr_tensor *matmul(struct tr_tensor *a, struct tr_tensor *b)
 {
     return run("matmul", (struct tr_arg[]){tensor_arg(a), tensor_arg(b)}, 2);
-}
-
-/* Element at a flat row-major index, as a double. */
-static double flat(const struct tr_tensor *t, int64_t i)
-{
-    int64_t index[TR_MAX_DIMS];
-    int n = tr_tensor_ndim(t);
-    const int64_t *shape = tr_tensor_shape(t);
-    double v = NAN;
-
-    for (int d = n - 1; d >= 0; d--) {
-        index[d] = i % shape[d];
-        i /= shape[d];
-    }
-    tr_tensor_item(t, index, &v);
-    return v;
 }
 
 static bool same_shape(const struct tr_tensor *t, int ndim, const int64_t *shape)

@@ -12,62 +12,10 @@
 
 #include "cpu/reduce_impl.h"
 #include "tensorrun_ops.h"
+#include "op_test.h"
 #include "tap.h"
 
 /* ------------------------------------------------------------ arguments */
-
-static struct tr_arg T(struct tr_tensor *t)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.tensor = t;
-    a.value = tr_value_of(t);
-    return a;
-}
-
-static struct tr_arg I(int64_t n)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_INT;
-    a.value.integer = n;
-    a.value.number = (double)n;
-    a.value.known = a.value.weak = true;
-    return a;
-}
-
-static struct tr_arg F(double x)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_FLOAT;
-    a.value.number = x;
-    a.value.known = a.value.weak = true;
-    return a;
-}
-
-static struct tr_arg B(bool b)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_BOOL;
-    a.value.boolean = b;
-    a.value.known = true;
-    return a;
-}
-
-static struct tr_arg NONE(void)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = TR_VALUE_NONE;
-    return a;
-}
 
 /* A list of dims; items is storage for n values that outlives the call. */
 static struct tr_arg DIMS(struct tr_value *items, const int64_t *dims, size_t n)
@@ -85,26 +33,6 @@ static struct tr_arg DIMS(struct tr_value *items, const int64_t *dims, size_t n)
         items[i].known = true;
     }
     return a;
-}
-
-/* Runs op on the given leading arguments (defaults for the rest). */
-static struct tr_tensor *run(const char *name, const struct tr_arg *given, int n)
-{
-    const struct tr_op_info *op = tr_op_find(name);
-    struct tr_arg args[TR_OP_MAX_PARAMS];
-    struct tr_tensor *results[TR_OP_MAX_RESULTS] = {NULL};
-
-    if (!op)
-        return NULL;
-    for (int i = 0; i < op->nparams; i++) {
-        if (i < n) {
-            args[i] = given[i];
-        } else {
-            memset(&args[i], 0, sizeof args[i]);
-            args[i].value = op->params[i].default_value;
-        }
-    }
-    return tr_op_run(op, args, results) == TR_OK ? results[0] : NULL;
 }
 
 #define RUN(name, ...)                                                       \
@@ -199,48 +127,48 @@ static void test_sum_mean_prod(void)
     struct tr_tensor *x = f32(m23, 2, s23), *r;
     struct tr_value items[2];
 
-    r = RUN("sum", T(x));
+    r = RUN("sum", tensor_arg(x));
     ok(r && tr_tensor_ndim(r) == 0 && tr_tensor_dtype(r) == TR_DTYPE_F32 && el(r, 0) == 21,
        "sum of everything is a 0-d f32: 21");
     tr_release(r);
-    r = RUN("sum", T(x), I(0));
+    r = RUN("sum", tensor_arg(x), int_arg(0));
     ok(has_shape(r, 1, (int64_t[]){3}) && el(r, 0) == 5 && el(r, 1) == 7 && el(r, 2) == 9,
        "sum over dim 0: [5, 7, 9]");
     tr_release(r);
-    r = RUN("sum", T(x), I(-1));
+    r = RUN("sum", tensor_arg(x), int_arg(-1));
     ok(has_shape(r, 1, (int64_t[]){2}) && el(r, 0) == 6 && el(r, 1) == 15,
        "sum over dim -1: [6, 15]");
     tr_release(r);
-    r = RUN("sum", T(x), I(1), B(true));
+    r = RUN("sum", tensor_arg(x), int_arg(1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) && el(r, 1) == 15, "keepdim keeps [2, 1]");
     tr_release(r);
-    r = RUN("sum", T(x), DIMS(items, (int64_t[]){-1, 0}, 2));
+    r = RUN("sum", tensor_arg(x), DIMS(items, (int64_t[]){-1, 0}, 2));
     ok(r && tr_tensor_ndim(r) == 0 && el(r, 0) == 21, "sum over the dims list [-1, 0]");
     tr_release(r);
-    r = RUN("sum", T(x), NONE(), B(true));
+    r = RUN("sum", tensor_arg(x), none_arg(), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){1, 1}) && el(r, 0) == 21, "None with keepdim gives [1, 1]");
     tr_release(r);
-    r = RUN("sum", T(x), DIMS(items, NULL, 0));
+    r = RUN("sum", tensor_arg(x), DIMS(items, NULL, 0));
     ok(has_shape(r, 2, s23) && el(r, 4) == 5, "an empty dims list reduces nothing");
     tr_release(r);
 
-    r = RUN("mean", T(x));
+    r = RUN("mean", tensor_arg(x));
     ok(r && el(r, 0) == 3.5, "mean: 3.5");
     tr_release(r);
-    r = RUN("mean", T(x), I(0));
+    r = RUN("mean", tensor_arg(x), int_arg(0));
     ok(r && el(r, 0) == 2.5 && el(r, 2) == 4.5, "mean over dim 0: [2.5, 3.5, 4.5]");
     tr_release(r);
-    r = RUN("prod", T(x));
+    r = RUN("prod", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && el(r, 0) == 720, "prod: 720");
     tr_release(r);
-    r = RUN("prod", T(x), I(1), B(true));
+    r = RUN("prod", tensor_arg(x), int_arg(1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) && el(r, 0) == 6 && el(r, 1) == 120,
        "prod over dim 1 with keepdim: [[6], [120]]");
     tr_release(r);
-    r = RUN("sum", I(3));
+    r = RUN("sum", int_arg(3));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 0) == 3, "sum of the number 3 is i64 3");
     tr_release(r);
-    r = RUN("sum", T(x), I(2));
+    r = RUN("sum", tensor_arg(x), int_arg(2));
     ok(!r && tr_last_status() == TR_ERR_INDEX && strncmp(tr_last_error(), "sum:", 4) == 0,
        "dim 2 of a 2-d tensor fails: %s", tr_last_error());
     tr_release(x);
@@ -260,54 +188,54 @@ static void test_integers(void)
     struct tr_tensor *t32 = tr_from_data(i32, TR_DTYPE_I32, 1, &s4, TR_CPU);
     struct tr_tensor *t16 = tr_from_data(i16, TR_DTYPE_I16, 1, &s3, TR_CPU), *r;
 
-    r = RUN("sum", T(t8));
+    r = RUN("sum", tensor_arg(t8));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 0) == 300, "sum of i8 is i64 300");
     tr_release(r);
-    r = RUN("sum", T(tu));
+    r = RUN("sum", tensor_arg(tu));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_U64 && el(r, 0) == 600, "sum of u8 is u64 600");
     tr_release(r);
-    r = RUN("sum", T(tb));
+    r = RUN("sum", tensor_arg(tb));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 0) == 3, "sum of bool counts: i64 3");
     tr_release(r);
-    r = RUN("mean", T(t32));
+    r = RUN("mean", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && el(r, 0) == 2.5, "mean of i32 is f32 2.5");
     tr_release(r);
-    r = RUN("prod", T(t32));
+    r = RUN("prod", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 0) == 24, "prod of i32 is i64 24");
     tr_release(r);
-    r = RUN("max", T(t16));
+    r = RUN("max", tensor_arg(t16));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I16 && el(r, 0) == 7, "max of i16 stays i16: 7");
     tr_release(r);
-    r = RUN("min", T(tu));
+    r = RUN("min", tensor_arg(tu));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_U8 && el(r, 0) == 200, "min of u8 stays u8");
     tr_release(r);
-    r = RUN("argmin", T(t16));
+    r = RUN("argmin", tensor_arg(t16));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 0) == 0, "argmin of i16");
     tr_release(r);
-    r = RUN("var", T(t32));
+    r = RUN("var", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && near(el(r, 0), 5.0 / 3, 1e-6),
        "var of i32 is f32 5/3");
     tr_release(r);
-    r = RUN("norm", T(t32));
+    r = RUN("norm", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && near(el(r, 0), sqrt(30), 1e-6),
        "norm of i32 is f32 sqrt(30)");
     tr_release(r);
-    r = RUN("logsumexp", T(t32));
+    r = RUN("logsumexp", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 &&
            near(el(r, 0), log(exp(1) + exp(2) + exp(3) + exp(4)), 1e-6),
        "logsumexp of i32 is f32");
     tr_release(r);
-    r = RUN("max", T(tb));
+    r = RUN("max", tensor_arg(tb));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_BOOL && el(r, 0) == 1, "max of bool is bool");
     tr_release(r);
-    r = RUN("cumsum", T(t8), I(0));
+    r = RUN("cumsum", tensor_arg(t8), int_arg(0));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 2) == 300, "cumsum of i8 is i64");
     tr_release(r);
-    r = RUN("cumsum", T(tb), I(0));
+    r = RUN("cumsum", tensor_arg(tb), int_arg(0));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && el(r, 1) == 1 && el(r, 3) == 3,
        "cumsum of bool counts");
     tr_release(r);
-    r = RUN("softmax", T(t32));
+    r = RUN("softmax", tensor_arg(t32));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 &&
            near(el(r, 3), exp(4) / (exp(1) + exp(2) + exp(3) + exp(4)), 1e-6),
        "softmax of i32 is f32");
@@ -324,35 +252,35 @@ static void test_max_min_nan(void)
     float v[6] = {1, NAN, 3, 4, 5, 6};
     struct tr_tensor *x = f32(v, 2, s23), *r;
 
-    r = RUN("max", T(x));
+    r = RUN("max", tensor_arg(x));
     ok(r && isnan(el(r, 0)), "max propagates NaN");
     tr_release(r);
-    r = RUN("min", T(x));
+    r = RUN("min", tensor_arg(x));
     ok(r && isnan(el(r, 0)), "min propagates NaN");
     tr_release(r);
-    r = RUN("max", T(x), I(1));
+    r = RUN("max", tensor_arg(x), int_arg(1));
     ok(r && isnan(el(r, 0)) && el(r, 1) == 6, "max over dim 1: [NaN, 6]");
     tr_release(r);
-    r = RUN("min", T(x), I(0));
+    r = RUN("min", tensor_arg(x), int_arg(0));
     ok(r && el(r, 0) == 1 && isnan(el(r, 1)) && el(r, 2) == 3, "min over dim 0: [1, NaN, 3]");
     tr_release(r);
-    r = RUN("sum", T(x), I(1));
+    r = RUN("sum", tensor_arg(x), int_arg(1));
     ok(r && isnan(el(r, 0)) && el(r, 1) == 15, "sum with NaN is NaN");
     tr_release(r);
     tr_release(x);
 
     x = f32(m23, 2, s23);
-    r = RUN("max", T(x), I(0), B(true));
+    r = RUN("max", tensor_arg(x), int_arg(0), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){1, 3}) && el(r, 0) == 4 && el(r, 2) == 6,
        "max over dim 0 with keepdim");
     tr_release(r);
-    r = RUN("min", T(x));
+    r = RUN("min", tensor_arg(x));
     ok(r && el(r, 0) == 1, "min: 1");
     tr_release(r);
     tr_release(x);
 
     x = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){0}, TR_CPU);
-    r = RUN("max", T(x));
+    r = RUN("max", tensor_arg(x));
     ok(!r && strncmp(tr_last_error(), "max:", 4) == 0, "max of nothing fails: %s",
        tr_last_error());
     tr_release(x);
@@ -365,32 +293,32 @@ static void test_argmax(void)
     float m[4] = {1, 9, 9, 0};
     struct tr_tensor *t = vec(ties, 5), *n = vec(nans, 4), *x = f32(m, 2, (int64_t[]){2, 2}), *r;
 
-    r = RUN("argmax", T(t));
+    r = RUN("argmax", tensor_arg(t));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I64 && tr_tensor_ndim(r) == 0 && el(r, 0) == 0,
        "argmax of [3, 1, 3, 0, 0]: the first 3, index 0");
     tr_release(r);
-    r = RUN("argmin", T(t));
+    r = RUN("argmin", tensor_arg(t));
     ok(r && el(r, 0) == 3, "argmin: the first 0, index 3");
     tr_release(r);
-    r = RUN("argmax", T(n));
+    r = RUN("argmax", tensor_arg(n));
     ok(r && el(r, 0) == 1, "argmax: the first NaN wins");
     tr_release(r);
-    r = RUN("argmin", T(n));
+    r = RUN("argmin", tensor_arg(n));
     ok(r && el(r, 0) == 1, "argmin: the first NaN wins");
     tr_release(r);
-    r = RUN("argmax", T(x));
+    r = RUN("argmax", tensor_arg(x));
     ok(r && tr_tensor_ndim(r) == 0 && el(r, 0) == 1,
        "argmax over the flattened [[1, 9], [9, 0]]: 1");
     tr_release(r);
-    r = RUN("argmax", T(x), I(0));
+    r = RUN("argmax", tensor_arg(x), int_arg(0));
     ok(has_shape(r, 1, (int64_t[]){2}) && el(r, 0) == 1 && el(r, 1) == 0,
        "argmax over dim 0: [1, 0]");
     tr_release(r);
-    r = RUN("argmin", T(x), I(-1), B(true));
+    r = RUN("argmin", tensor_arg(x), int_arg(-1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) && el(r, 0) == 0 && el(r, 1) == 1,
        "argmin over dim -1 with keepdim: [[0], [1]]");
     tr_release(r);
-    r = RUN("argmax", T(x), NONE(), B(true));
+    r = RUN("argmax", tensor_arg(x), none_arg(), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){1, 1}) && el(r, 0) == 1, "argmax, None, keepdim: [[1]]");
     tr_release(r);
     tr_release(t);
@@ -404,17 +332,17 @@ static void test_argmax(void)
         for (int64_t i = 0; i < len; i++)
             big[i] = (float)(i % 100);
         t = vec(big, len);
-        r = RUN("argmax", T(t));
+        r = RUN("argmax", tensor_arg(t));
         ok(r && el(r, 0) == 99, "argmax of 10000 values: the first 99");
         tr_release(r);
-        r = RUN("argmin", T(t));
+        r = RUN("argmin", tensor_arg(t));
         ok(r && el(r, 0) == 0, "argmin of 10000 values: the first 0");
         tr_release(r);
         tr_release(t);
         big[9000] = NAN;
         big[9500] = NAN;
         t = vec(big, len);
-        r = RUN("argmax", T(t));
+        r = RUN("argmax", tensor_arg(t));
         ok(r && el(r, 0) == 9000, "argmax: the first NaN, in a later block");
         tr_release(r);
         tr_release(t);
@@ -422,7 +350,7 @@ static void test_argmax(void)
     }
 
     x = tr_zeros(TR_DTYPE_F32, 2, (int64_t[]){0, 3}, TR_CPU);
-    r = RUN("argmax", T(x));
+    r = RUN("argmax", tensor_arg(x));
     ok(!r && strncmp(tr_last_error(), "argmax:", 7) == 0, "argmax of nothing fails: %s",
        tr_last_error());
     tr_release(x);
@@ -433,29 +361,29 @@ static void test_var_std(void)
     float v[4] = {1, 2, 3, 4}, one[1] = {7}, two[2] = {1, 3};
     struct tr_tensor *x = vec(v, 4), *x1 = vec(one, 1), *x2 = vec(two, 2), *r;
 
-    r = RUN("var", T(x));
+    r = RUN("var", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && near(el(r, 0), 5.0 / 3, 1e-7),
        "var of [1, 2, 3, 4]: 5/3");
     tr_release(r);
-    r = RUN("var", T(x), NONE(), I(0));
+    r = RUN("var", tensor_arg(x), none_arg(), int_arg(0));
     ok(r && el(r, 0) == 1.25, "var with correction 0: 1.25");
     tr_release(r);
-    r = RUN("std", T(x), NONE(), I(0));
+    r = RUN("std", tensor_arg(x), none_arg(), int_arg(0));
     ok(r && near(el(r, 0), sqrt(1.25), 1e-7), "std with correction 0: sqrt(1.25)");
     tr_release(r);
-    r = RUN("std", T(x));
+    r = RUN("std", tensor_arg(x));
     ok(r && near(el(r, 0), sqrt(5.0 / 3), 1e-7), "std: sqrt(5/3)");
     tr_release(r);
-    r = RUN("var", T(x1));
+    r = RUN("var", tensor_arg(x1));
     ok(r && isnan(el(r, 0)), "var of one value: NaN (0 / 0)");
     tr_release(r);
-    r = RUN("var", T(x2), NONE(), I(2));
+    r = RUN("var", tensor_arg(x2), none_arg(), int_arg(2));
     ok(r && isinf(el(r, 0)) && el(r, 0) > 0, "var with N - correction = 0: inf");
     tr_release(r);
-    r = RUN("var", T(x2), NONE(), I(3));
+    r = RUN("var", tensor_arg(x2), none_arg(), int_arg(3));
     ok(r && isinf(el(r, 0)), "var with N - correction < 0: inf");
     tr_release(r);
-    r = RUN("var", T(x2), NONE(), I(-1));
+    r = RUN("var", tensor_arg(x2), none_arg(), int_arg(-1));
     ok(r && near(el(r, 0), 2.0 / 3, 1e-7), "var with correction -1 divides by N + 1");
     tr_release(r);
     tr_release(x);
@@ -463,11 +391,11 @@ static void test_var_std(void)
     tr_release(x2);
 
     x = f32(m23, 2, s23);
-    r = RUN("var", T(x), I(1), I(1), B(true));
+    r = RUN("var", tensor_arg(x), int_arg(1), int_arg(1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) && el(r, 0) == 1 && el(r, 1) == 1,
        "var over dim 1 with keepdim: [[1], [1]]");
     tr_release(r);
-    r = RUN("std", T(x), I(0));
+    r = RUN("std", tensor_arg(x), int_arg(0));
     ok(has_shape(r, 1, (int64_t[]){3}) && near(el(r, 0), sqrt(4.5), 1e-7),
        "std over dim 0: sqrt(4.5)");
     tr_release(r);
@@ -477,7 +405,7 @@ static void test_var_std(void)
     {
         float big[4] = {1e6f + 1, 1e6f + 2, 1e6f + 3, 1e6f + 4};
         x = vec(big, 4);
-        r = RUN("var", T(x));
+        r = RUN("var", tensor_arg(x));
         ok(r && near(el(r, 0), 5.0 / 3, 1e-6), "var of 1e6 + [1, 2, 3, 4]: 5/3");
         tr_release(r);
         tr_release(x);
@@ -491,35 +419,35 @@ static void test_norm(void)
     struct tr_value items[2];
     struct tr_tensor *x = vec(v, 2), *h = vec(huge, 2), *x2 = f32(m, 2, (int64_t[]){2, 2}), *r;
 
-    r = RUN("norm", T(x));
+    r = RUN("norm", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && el(r, 0) == 5, "norm of [3, -4]: 5");
     tr_release(r);
-    r = RUN("norm", T(x), I(1));
+    r = RUN("norm", tensor_arg(x), int_arg(1));
     ok(r && el(r, 0) == 7, "norm ord 1: 7");
     tr_release(r);
-    r = RUN("norm", T(x), F(INFINITY));
+    r = RUN("norm", tensor_arg(x), float_arg(INFINITY));
     ok(r && el(r, 0) == 4, "norm ord inf: 4");
     tr_release(r);
-    r = RUN("norm", T(x), I(3));
+    r = RUN("norm", tensor_arg(x), int_arg(3));
     ok(r && near(el(r, 0), cbrt(91), 1e-6), "norm ord 3: cbrt(91)");
     tr_release(r);
-    r = RUN("norm", T(x), F(0.5));
+    r = RUN("norm", tensor_arg(x), float_arg(0.5));
     ok(r && near(el(r, 0), pow(sqrt(3) + 2, 2), 1e-6), "norm ord 0.5");
     tr_release(r);
-    r = RUN("norm", T(x), I(0));
+    r = RUN("norm", tensor_arg(x), int_arg(0));
     ok(!r && strncmp(tr_last_error(), "norm:", 5) == 0, "ord 0 is refused: %s", tr_last_error());
-    r = RUN("norm", T(h));
+    r = RUN("norm", tensor_arg(h));
     ok(r && near(el(r, 0), 1e20 * sqrt(2), 1e-6), "norm of [1e20, 1e20] does not overflow");
     tr_release(r);
-    r = RUN("norm", T(x2), I(2), DIMS(items, (int64_t[]){0, 1}, 2));
+    r = RUN("norm", tensor_arg(x2), int_arg(2), DIMS(items, (int64_t[]){0, 1}, 2));
     ok(r && el(r, 0) == 5, "norm over dims [0, 1]: 5");
     tr_release(r);
-    r = RUN("norm", T(x2), I(2), I(-1), B(true));
+    r = RUN("norm", tensor_arg(x2), int_arg(2), int_arg(-1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) && near(el(r, 0), sqrt(5), 1e-7) &&
            near(el(r, 1), sqrt(20), 1e-7),
        "norm over dim -1 with keepdim");
     tr_release(r);
-    r = RUN("norm", T(x2), F(INFINITY), I(0));
+    r = RUN("norm", tensor_arg(x2), float_arg(INFINITY), int_arg(0));
     ok(r && el(r, 0) == 2 && el(r, 1) == 4, "norm ord inf over dim 0: [2, 4]");
     tr_release(r);
     tr_release(x);
@@ -534,25 +462,25 @@ static void test_all_any(void)
     struct tr_tensor *e = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){0}, TR_CPU);
     struct tr_tensor *x2 = f32((float[]){1, 0, 1, 1}, 2, (int64_t[]){2, 2}), *r;
 
-    r = RUN("all", T(x));
+    r = RUN("all", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_BOOL && el(r, 0) == 0, "all of [1, 0, 0.5]: false");
     tr_release(r);
-    r = RUN("any", T(x));
+    r = RUN("any", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_BOOL && el(r, 0) == 1, "any of [1, 0, 0.5]: true");
     tr_release(r);
-    r = RUN("all", T(xn));
+    r = RUN("all", tensor_arg(xn));
     ok(r && el(r, 0) == 1, "NaN is true");
     tr_release(r);
-    r = RUN("all", T(e));
+    r = RUN("all", tensor_arg(e));
     ok(r && el(r, 0) == 1, "all of nothing: true");
     tr_release(r);
-    r = RUN("any", T(e));
+    r = RUN("any", tensor_arg(e));
     ok(r && el(r, 0) == 0, "any of nothing: false");
     tr_release(r);
-    r = RUN("all", T(x2), I(1));
+    r = RUN("all", tensor_arg(x2), int_arg(1));
     ok(r && el(r, 0) == 0 && el(r, 1) == 1, "all over dim 1: [false, true]");
     tr_release(r);
-    r = RUN("any", T(x2), I(0), B(true));
+    r = RUN("any", tensor_arg(x2), int_arg(0), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){1, 2}) && el(r, 0) == 1 && el(r, 1) == 1,
        "any over dim 0 with keepdim");
     tr_release(r);
@@ -569,16 +497,16 @@ static void test_logsumexp(void)
     struct tr_tensor *x = vec(v, 3), *xb = vec(big, 2), *xn = vec(ninf, 2), *xp = vec(pinf, 2),
                      *r;
 
-    r = RUN("logsumexp", T(x));
+    r = RUN("logsumexp", tensor_arg(x));
     ok(r && near(el(r, 0), log(exp(1) + exp(2) + exp(3)), 1e-6), "logsumexp of [1, 2, 3]");
     tr_release(r);
-    r = RUN("logsumexp", T(xb));
+    r = RUN("logsumexp", tensor_arg(xb));
     ok(r && near(el(r, 0), 1000 + log(2), 1e-7), "logsumexp of [1000, 1000]: 1000 + log 2");
     tr_release(r);
-    r = RUN("logsumexp", T(xn));
+    r = RUN("logsumexp", tensor_arg(xn));
     ok(r && isinf(el(r, 0)) && el(r, 0) < 0, "logsumexp of [-inf, -inf]: -inf");
     tr_release(r);
-    r = RUN("logsumexp", T(xp));
+    r = RUN("logsumexp", tensor_arg(xp));
     ok(r && isinf(el(r, 0)) && el(r, 0) > 0, "logsumexp of [inf, 1]: inf");
     tr_release(r);
     tr_release(x);
@@ -587,26 +515,26 @@ static void test_logsumexp(void)
     tr_release(xp);
 
     x = f32(m23, 2, s23);
-    r = RUN("logsumexp", T(x), I(1), B(true));
+    r = RUN("logsumexp", tensor_arg(x), int_arg(1), bool_arg(true));
     ok(has_shape(r, 2, (int64_t[]){2, 1}) &&
            near(el(r, 1), log(exp(4) + exp(5) + exp(6)), 1e-6),
        "logsumexp over dim 1 with keepdim");
     tr_release(r);
     tr_release(x);
     x = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){0}, TR_CPU);
-    r = RUN("logsumexp", T(x));
+    r = RUN("logsumexp", tensor_arg(x));
     ok(r && isinf(el(r, 0)) && el(r, 0) < 0, "logsumexp of nothing: -inf");
     tr_release(r);
-    r = RUN("sum", T(x));
+    r = RUN("sum", tensor_arg(x));
     ok(r && el(r, 0) == 0, "sum of nothing: 0");
     tr_release(r);
-    r = RUN("prod", T(x));
+    r = RUN("prod", tensor_arg(x));
     ok(r && el(r, 0) == 1, "prod of nothing: 1");
     tr_release(r);
-    r = RUN("mean", T(x));
+    r = RUN("mean", tensor_arg(x));
     ok(r && isnan(el(r, 0)), "mean of nothing: NaN");
     tr_release(r);
-    r = RUN("norm", T(x));
+    r = RUN("norm", tensor_arg(x));
     ok(r && el(r, 0) == 0, "norm of nothing: 0");
     tr_release(r);
     tr_release(x);
@@ -617,18 +545,18 @@ static void test_cumsum(void)
     struct tr_tensor *x = f32(m23, 2, s23), *t, *r;
     uint16_t h[4];
 
-    r = RUN("cumsum", T(x), I(1));
+    r = RUN("cumsum", tensor_arg(x), int_arg(1));
     ok(has_shape(r, 2, s23) && el(r, 2) == 6 && el(r, 5) == 15 && el(r, 4) == 9,
        "cumsum over dim 1: [[1, 3, 6], [4, 9, 15]]");
     tr_release(r);
-    r = RUN("cumsum", T(x), I(0));
+    r = RUN("cumsum", tensor_arg(x), int_arg(0));
     ok(r && el(r, 0) == 1 && el(r, 3) == 5 && el(r, 5) == 9, "cumsum over dim 0");
     tr_release(r);
-    r = RUN("cumsum", T(x), I(-2));
+    r = RUN("cumsum", tensor_arg(x), int_arg(-2));
     ok(r && el(r, 4) == 7, "cumsum over dim -2");
     tr_release(r);
     t = tr_transpose(x, 0, 1);
-    r = RUN("cumsum", T(t), I(1));
+    r = RUN("cumsum", tensor_arg(t), int_arg(1));
     ok(has_shape(r, 2, (int64_t[]){3, 2}) && el(r, 1) == 5 && el(r, 5) == 9,
        "cumsum of a transposed view");
     tr_release(r);
@@ -636,7 +564,7 @@ static void test_cumsum(void)
     for (int i = 0; i < 4; i++)
         h[i] = tr_f32_to_f16(0.5f + (float)i);
     t = tr_from_data(h, TR_DTYPE_F16, 1, (int64_t[]){4}, TR_CPU);
-    r = RUN("cumsum", T(t), I(0));
+    r = RUN("cumsum", tensor_arg(t), int_arg(0));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && el(r, 3) == 8, "cumsum of f16 stays f16");
     tr_release(r);
     tr_release(t);
@@ -646,7 +574,7 @@ static void test_cumsum(void)
         for (int64_t i = 0; i < len; i++)
             ones[i] = 1;
         t = vec(ones, len);
-        r = RUN("cumsum", T(t), I(0));
+        r = RUN("cumsum", tensor_arg(t), int_arg(0));
         ok(r && el(r, 4095) == 4096 && el(r, 4096) == 4097 && el(r, 9999) == 10000,
            "cumsum carries across blocks");
         tr_release(r);
@@ -665,38 +593,38 @@ static void test_strided(void)
         v[i] = (float)(i * i) - 3;
     x = f32(v, 2, (int64_t[]){3, 4});
     t = tr_transpose(x, 0, 1);
-    a = RUN("sum", T(t), I(0));
-    b = RUN("sum", T(x), I(1));
+    a = RUN("sum", tensor_arg(t), int_arg(0));
+    b = RUN("sum", tensor_arg(x), int_arg(1));
     ok(same_bits(a, b), "sum over dim 0 of x.T is sum over dim 1 of x");
     tr_release(a);
     tr_release(b);
-    a = RUN("argmax", T(t), I(1));
+    a = RUN("argmax", tensor_arg(t), int_arg(1));
     ok(a && el(a, 0) == 2 && el(a, 3) == 2, "argmax of a transposed view");
     tr_release(a);
-    a = RUN("var", T(t), I(0));
-    b = RUN("var", T(x), I(1));
+    a = RUN("var", tensor_arg(t), int_arg(0));
+    b = RUN("var", tensor_arg(x), int_arg(1));
     ok(same_bits(a, b), "var of a transposed view");
     tr_release(a);
     tr_release(b);
     /* a broadcast input: stride 0 */
-    a = RUN("sum", T(x), I(0), B(true));
+    a = RUN("sum", tensor_arg(x), int_arg(0), bool_arg(true));
     e = tr_expand(a, (int64_t[]){5, 4}, 2);
     tr_release(a);
-    a = RUN("sum", T(e), I(0));
+    a = RUN("sum", tensor_arg(e), int_arg(0));
     ok(a && el(a, 0) == 5 * (-3 + 13 + 61) && el(a, 3) == 5 * (6 + 46 + 118),
        "sum of a broadcast (stride 0) view");
     tr_release(a);
-    a = RUN("softmax", T(e), I(0));
+    a = RUN("softmax", tensor_arg(e), int_arg(0));
     ok(a && near(el(a, 7), 0.2, 1e-7), "softmax along a broadcast dimension: 1/5 each");
     tr_release(a);
     tr_release(e);
     /* a reversed slice */
     s = tr_slice(x, 1, TR_SLICE_NONE, TR_SLICE_NONE, -1);
-    a = RUN("cumsum", T(s), I(1));
+    a = RUN("cumsum", tensor_arg(s), int_arg(1));
     ok(a && el(a, 0) == v[3] && el(a, 3) == v[0] + v[1] + v[2] + v[3],
        "cumsum of a reversed slice");
     tr_release(a);
-    a = RUN("argmin", T(s), I(1));
+    a = RUN("argmin", tensor_arg(s), int_arg(1));
     ok(a && el(a, 0) == 3 && el(a, 2) == 3, "argmin of a reversed slice, in the view's order");
     tr_release(a);
     tr_release(s);
@@ -709,13 +637,13 @@ static void test_strided(void)
             w[i] = (float)i;
         x3 = f32(w, 3, (int64_t[]){2, 3, 4});
         c = tr_slice(x3, 2, 0, TR_SLICE_NONE, 2);
-        a = RUN("sum", T(c), DIMS(items, (int64_t[]){0, 2}, 2));
+        a = RUN("sum", tensor_arg(c), DIMS(items, (int64_t[]){0, 2}, 2));
         /* row r: columns 0 and 2 of batches 0 and 1 */
         ok(has_shape(a, 1, (int64_t[]){3}) && el(a, 0) == 0 + 2 + 12 + 14 &&
                el(a, 2) == 8 + 10 + 20 + 22,
            "sum over dims [0, 2] of a strided 3-d view");
         tr_release(a);
-        a = RUN("mean", T(c), DIMS(items, (int64_t[]){0, 2}, 2), B(true));
+        a = RUN("mean", tensor_arg(c), DIMS(items, (int64_t[]){0, 2}, 2), bool_arg(true));
         ok(has_shape(a, 3, (int64_t[]){1, 3, 1}) && el(a, 1) == (4 + 6 + 16 + 18) / 4.0,
            "mean over dims [0, 2] with keepdim");
         tr_release(a);
@@ -734,29 +662,29 @@ static void test_half(void)
     for (int i = 0; i < 6; i++)
         h[i] = tr_f32_to_f16(m23[i] + 0.5f);
     x = tr_from_data(h, TR_DTYPE_F16, 2, s23, TR_CPU);
-    r = RUN("sum", T(x));
+    r = RUN("sum", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && el(r, 0) == 24, "sum of f16 is f16: 24");
     tr_release(r);
-    r = RUN("mean", T(x), I(1));
+    r = RUN("mean", tensor_arg(x), int_arg(1));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && el(r, 0) == 2.5 && el(r, 1) == 5.5,
        "mean of f16 over dim 1");
     tr_release(r);
     t = tr_transpose(x, 0, 1);
-    r = RUN("max", T(t), I(1));
+    r = RUN("max", tensor_arg(t), int_arg(1));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && el(r, 0) == 4.5 && el(r, 2) == 6.5,
        "max of transposed f16");
     tr_release(r);
-    r = RUN("softmax", T(t), I(0));
+    r = RUN("softmax", tensor_arg(t), int_arg(0));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 &&
            near(el(r, 0) + el(r, 2) + el(r, 4), 1, 2e-3),
        "softmax of f16 is f16, summing to 1");
     tr_release(r);
-    r = RUN("norm", T(x));
+    r = RUN("norm", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 &&
            near(el(r, 0), sqrt(2.25 + 6.25 + 12.25 + 20.25 + 30.25 + 42.25), 1e-3),
        "norm of f16 is f16");
     tr_release(r);
-    r = RUN("layer_norm", T(x));
+    r = RUN("layer_norm", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && near(el(r, 2), sqrt(1.5), 2e-3),
        "layer_norm of f16 is f16");
     tr_release(r);
@@ -767,7 +695,7 @@ static void test_half(void)
     h[1] = tr_f32_to_f16(60000);
     h[2] = tr_f32_to_f16(-60000);
     x = tr_from_data(h, TR_DTYPE_F16, 1, (int64_t[]){3}, TR_CPU);
-    r = RUN("mean", T(x));
+    r = RUN("mean", tensor_arg(x));
     ok(r && near(el(r, 0), 20000, 1e-3), "the mean of f16 accumulates in f32");
     tr_release(r);
     tr_release(x);
@@ -780,38 +708,38 @@ static void test_softmax(void)
     struct tr_tensor *x = vec(v, 3), *xb = vec(big, 3), *xf = vec(far, 2), *r;
     struct tr_tensor *m = f32(m23, 2, s23);
 
-    r = RUN("softmax", T(x));
+    r = RUN("softmax", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && near(el(r, 0), exp(1) / z, 1e-6) &&
            near(el(r, 2), exp(3) / z, 1e-6),
        "softmax of [1, 2, 3]");
     ok(r && near(el(r, 0) + el(r, 1) + el(r, 2), 1, 1e-6), "sums to 1");
     tr_release(r);
-    r = RUN("softmax", T(xb));
+    r = RUN("softmax", tensor_arg(xb));
     ok(r && near(el(r, 0), 1.0 / 3, 1e-7) && near(el(r, 2), 1.0 / 3, 1e-7),
        "softmax of [1000, 1000, 1000]: 1/3 each, no overflow");
     tr_release(r);
-    r = RUN("softmax", T(xf));
+    r = RUN("softmax", tensor_arg(xf));
     ok(r && el(r, 0) == 1 && el(r, 1) == 0, "softmax of [1000, 0]: [1, 0]");
     tr_release(r);
-    r = RUN("log_softmax", T(xb));
+    r = RUN("log_softmax", tensor_arg(xb));
     ok(r && near(el(r, 1), -log(3), 1e-6), "log_softmax of [1000, 1000, 1000]: -log 3");
     tr_release(r);
-    r = RUN("log_softmax", T(xf));
+    r = RUN("log_softmax", tensor_arg(xf));
     ok(r && el(r, 0) == 0 && near(el(r, 1), -1000, 1e-7), "log_softmax of [1000, 0]: [0, -1000]");
     tr_release(r);
-    r = RUN("log_softmax", T(x));
+    r = RUN("log_softmax", tensor_arg(x));
     ok(r && near(el(r, 1), 2 - log(z), 1e-6), "log_softmax of [1, 2, 3]");
     tr_release(r);
-    r = RUN("softmax", T(m), I(0));
+    r = RUN("softmax", tensor_arg(m), int_arg(0));
     ok(has_shape(r, 2, s23) && near(el(r, 0), 1 / (1 + exp(3)), 1e-6) &&
            near(el(r, 0) + el(r, 3), 1, 1e-6) && near(el(r, 2) + el(r, 5), 1, 1e-6),
        "softmax over dim 0: columns sum to 1");
     tr_release(r);
-    r = RUN("softmax", T(m), I(-1));
+    r = RUN("softmax", tensor_arg(m), int_arg(-1));
     ok(r && near(el(r, 3) + el(r, 4) + el(r, 5), 1, 1e-6) && near(el(r, 5), exp(3) / z, 1e-6),
        "softmax over dim -1");
     tr_release(r);
-    r = RUN("softmax", T(m), I(2));
+    r = RUN("softmax", tensor_arg(m), int_arg(2));
     ok(!r && strncmp(tr_last_error(), "softmax:", 8) == 0, "dim 2 fails: %s", tr_last_error());
     tr_release(x);
     tr_release(xb);
@@ -829,13 +757,13 @@ static void test_softmax(void)
             for (int64_t i = 0; i < len; i++)
                 row[i] = (float)(uniform() * 50);
             x = vec(row, len);
-            r = RUN("softmax", T(x));
+            r = RUN("softmax", tensor_arg(x));
             for (int64_t i = 0; r && i < len; i++)
                 total += el(r, i);
             ok(r && fabsl(total - 1) < 1e-5, "a softmax row of %lld sums to 1 (%.9Lg)",
                (long long)len, total);
             tr_release(r);
-            r = RUN("log_softmax", T(x));
+            r = RUN("log_softmax", tensor_arg(x));
             for (int64_t i = 0; r && i < 100; i++)
                 worst = fmax(worst, fabs(el(r, i) - el(r, 0) - (row[i] - row[0])));
             ok(r && worst < 1e-4, "log_softmax of %lld: differences kept", (long long)len);
@@ -852,38 +780,38 @@ static void test_norms(void)
     struct tr_tensor *x = vec(v, 4), *tw = vec(w, 4), *tb = vec(b, 4), *r;
     double rstd = 1 / sqrt(1.25 + 1e-5), rms = 1 / sqrt(7.5 + 1e-6);
 
-    r = RUN("layer_norm", T(x));
+    r = RUN("layer_norm", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && near(el(r, 0), -1.5 * rstd, 1e-6) &&
            near(el(r, 3), 1.5 * rstd, 1e-6),
        "layer_norm of [1, 2, 3, 4]");
     tr_release(r);
-    r = RUN("layer_norm", T(x), T(tw), T(tb));
+    r = RUN("layer_norm", tensor_arg(x), tensor_arg(tw), tensor_arg(tb));
     ok(r && near(el(r, 1), -0.5 * rstd * 2, 1e-6) && near(el(r, 2), 0.5 * rstd + 1, 1e-6) &&
            near(el(r, 3), 1.5 * rstd * 2 + 1, 1e-6),
        "layer_norm with weight and bias");
     tr_release(r);
-    r = RUN("layer_norm", T(x), NONE(), NONE(), F(1));
+    r = RUN("layer_norm", tensor_arg(x), none_arg(), none_arg(), float_arg(1));
     ok(r && near(el(r, 0), -1.5 / sqrt(2.25), 1e-6), "layer_norm with eps 1");
     tr_release(r);
-    r = RUN("rms_norm", T(x));
+    r = RUN("rms_norm", tensor_arg(x));
     ok(r && near(el(r, 0), rms, 1e-6) && near(el(r, 3), 4 * rms, 1e-6), "rms_norm of [1, 2, 3, 4]");
     tr_release(r);
-    r = RUN("rms_norm", T(x), T(tw));
+    r = RUN("rms_norm", tensor_arg(x), tensor_arg(tw));
     ok(r && near(el(r, 1), 2 * rms * 2, 1e-6) && near(el(r, 2), 3 * rms, 1e-6),
        "rms_norm with weight");
     tr_release(r);
-    r = RUN("layer_norm", T(x), T(tb), NONE(), F(1e-5));
+    r = RUN("layer_norm", tensor_arg(x), tensor_arg(tb), none_arg(), float_arg(1e-5));
     ok(r && el(r, 0) == 0 && near(el(r, 3), 1.5 * rstd, 1e-6), "a weight of zeros zeroes");
     tr_release(r);
     {
         /* rows of a [2, 3] matrix, and of its transpose (strided rows) */
         struct tr_tensor *m = f32(m23, 2, s23), *t = tr_transpose(m, 0, 1);
-        r = RUN("layer_norm", T(m));
+        r = RUN("layer_norm", tensor_arg(m));
         ok(has_shape(r, 2, s23) && near(el(r, 3), -sqrt(1.5) * (1 / sqrt(1 + 1.5e-5)), 1e-5) &&
                near(el(r, 5), sqrt(1.5) / sqrt(1 + 1.5e-5), 1e-5),
            "layer_norm of each row");
         tr_release(r);
-        r = RUN("rms_norm", T(t));
+        r = RUN("rms_norm", tensor_arg(t));
         ok(has_shape(r, 2, (int64_t[]){3, 2}) && near(el(r, 0), 1 / sqrt(8.5 + 1e-6), 1e-6) &&
                near(el(r, 5), 6 / sqrt(22.5 + 1e-6), 1e-6),
            "rms_norm of a transposed view's rows");
@@ -893,7 +821,7 @@ static void test_norms(void)
     }
     {
         struct tr_tensor *short_bias = vec(v, 3);
-        r = RUN("layer_norm", T(x), T(tb), T(short_bias));
+        r = RUN("layer_norm", tensor_arg(x), tensor_arg(tb), tensor_arg(short_bias));
         ok(!r && strncmp(tr_last_error(), "layer_norm:", 11) == 0,
            "a bias of the wrong size fails: %s", tr_last_error());
         tr_release(short_bias);
@@ -906,17 +834,17 @@ static void test_norms(void)
     {
         float p[2] = {3, 4}, zero[3] = {0, 0, 0};
         struct tr_tensor *xp = vec(p, 2), *xz = vec(zero, 3), *m = f32(m23, 2, s23);
-        r = RUN("l2_normalize", T(xp));
+        r = RUN("l2_normalize", tensor_arg(xp));
         ok(r && near(el(r, 0), 0.6, 1e-7) && near(el(r, 1), 0.8, 1e-7), "l2_normalize of [3, 4]");
         tr_release(r);
-        r = RUN("l2_normalize", T(xz));
+        r = RUN("l2_normalize", tensor_arg(xz));
         ok(r && el(r, 0) == 0 && el(r, 2) == 0, "l2_normalize of zeros: zeros (eps)");
         tr_release(r);
-        r = RUN("l2_normalize", T(m), I(0));
+        r = RUN("l2_normalize", tensor_arg(m), int_arg(0));
         ok(r && near(el(r, 0), 1 / sqrt(17), 1e-6) && near(el(r, 5), 6 / sqrt(45), 1e-6),
            "l2_normalize over dim 0");
         tr_release(r);
-        r = RUN("l2_normalize", T(xp), I(-1), F(10));
+        r = RUN("l2_normalize", tensor_arg(xp), int_arg(-1), float_arg(10));
         ok(r && near(el(r, 0), 0.3, 1e-7), "l2_normalize with eps 10 divides by 10");
         tr_release(r);
         tr_release(xp);
@@ -936,10 +864,10 @@ static void test_same_tree(void)
     for (int64_t i = 0; i < n; i++)
         v[i] = (float)uniform();
     x = f32(v, 2, shape);
-    nrm = RUN("norm", T(x), I(2), I(-1), B(true));
-    den = RUN("maximum", T(nrm), F(1e-12));
-    ref = RUN("div", T(x), T(den));
-    q = RUN("l2_normalize", T(x));
+    nrm = RUN("norm", tensor_arg(x), int_arg(2), int_arg(-1), bool_arg(true));
+    den = RUN("maximum", tensor_arg(nrm), float_arg(1e-12));
+    ref = RUN("div", tensor_arg(x), tensor_arg(den));
+    q = RUN("l2_normalize", tensor_arg(x));
     ok(same_bits(q, ref),
        "l2_normalize(x) is x / maximum(norm(x, 2, -1, keepdim), 1e-12), bit for bit");
     tr_release(q);
@@ -954,7 +882,7 @@ static void test_same_tree(void)
         for (int i = 0; i < 3 * 5000; i++)
             c[i] = (float)(i % 5000) * 0.001f + (float)(i / 5000);
         xc = f32(c, 2, (int64_t[]){3, 5000});
-        ln = RUN("layer_norm", T(xc));
+        ln = RUN("layer_norm", tensor_arg(xc));
         for (int row = 0; ln && row < 3; row++) {
             long double mu = 0, var = 0;
             for (int k = 0; k < 5000; k++)
@@ -998,17 +926,17 @@ static void test_accuracy_and_threads(void)
     x2 = f32(v, 2, shape2);
 
     omp_set_num_threads(1);
-    r1 = RUN("sum", T(x));
+    r1 = RUN("sum", tensor_arg(x));
     omp_set_num_threads(4);
-    r4 = RUN("sum", T(x));
+    r4 = RUN("sum", tensor_arg(x));
     ok(same_bits(r1, r4), "sum of 3e6 f32: the same bits with 1 and 4 threads");
     {
         /* and with 2 and 16, more threads than this machine may have */
         struct tr_tensor *r2, *r16;
         omp_set_num_threads(2);
-        r2 = RUN("sum", T(x));
+        r2 = RUN("sum", tensor_arg(x));
         omp_set_num_threads(16);
-        r16 = RUN("sum", T(x));
+        r16 = RUN("sum", tensor_arg(x));
         ok(same_bits(r1, r2) && same_bits(r1, r16), "... and with 2 and 16 threads");
         tr_release(r2);
         tr_release(r16);
@@ -1024,9 +952,9 @@ static void test_accuracy_and_threads(void)
     tr_release(r4);
 
     omp_set_num_threads(1);
-    r1 = RUN("mean", T(x));
+    r1 = RUN("mean", tensor_arg(x));
     omp_set_num_threads(4);
-    r4 = RUN("mean", T(x));
+    r4 = RUN("mean", tensor_arg(x));
     ok(same_bits(r1, r4), "mean of 3e6 f32: the same bits with 1 and 4 threads");
     ok(r1 && near(el(r1, 0), (double)(exact / n), 1e-6), "mean against long double");
     tr_release(r1);
@@ -1034,9 +962,9 @@ static void test_accuracy_and_threads(void)
 
     for (int dim = 0; dim < 2; dim++) {
         omp_set_num_threads(1);
-        r1 = RUN("sum", T(x2), I(dim));
+        r1 = RUN("sum", tensor_arg(x2), int_arg(dim));
         omp_set_num_threads(4);
-        r4 = RUN("sum", T(x2), I(dim));
+        r4 = RUN("sum", tensor_arg(x2), int_arg(dim));
         ok(same_bits(r1, r4), "sum of [1000, 3000] over dim %d: the same bits with 1 and 4 threads",
            dim);
         if (dim == 1) {
@@ -1068,10 +996,10 @@ static void test_accuracy_and_threads(void)
         for (int k = 0; k < 6; k++) {
             struct tr_tensor *a, *b, *c;
             omp_set_num_threads(1);
-            a = RUN(ops[k], T(wt), I(1));
+            a = RUN(ops[k], tensor_arg(wt), int_arg(1));
             omp_set_num_threads(4);
-            b = RUN(ops[k], T(wt), I(1));
-            c = RUN(ops[k], T(wc), I(1));
+            b = RUN(ops[k], tensor_arg(wt), int_arg(1));
+            c = RUN(ops[k], tensor_arg(wc), int_arg(1));
             ok(a && same_bits(a, b) && same_bits(a, c),
                "%s of a strided [8, 375000] over dim 1: 1 thread, 4 threads and a compact copy "
                "agree", ops[k]);
@@ -1093,10 +1021,10 @@ static void test_accuracy_and_threads(void)
         float *wv = malloc(1000 * sizeof *wv);
         for (int k = 0; k < 3; k++) {
             omp_set_num_threads(1);
-            a = RUN(ops[k], T(x2), I(0));
+            a = RUN(ops[k], tensor_arg(x2), int_arg(0));
             omp_set_num_threads(4);
-            r4 = RUN(ops[k], T(x2), I(0));
-            d = RUN(ops[k], T(c), I(1));
+            r4 = RUN(ops[k], tensor_arg(x2), int_arg(0));
+            d = RUN(ops[k], tensor_arg(c), int_arg(1));
             dt = d ? tr_transpose(d, 0, 1) : NULL;
             ok(a && same_bits(a, r4) && same_bits(a, dt),
                "%s of [1000, 3000] over dim 0: 1 thread, 4 threads and the compact transpose agree",
@@ -1109,15 +1037,15 @@ static void test_accuracy_and_threads(void)
         for (int i = 0; wv && i < 1000; i++)
             wv[i] = (float)uniform();
         w = vec(wv, 1000);
-        b = RUN("mul", T(w), F(0.5));
-        a = RUN("layer_norm", T(xt), T(w), T(b));
-        d = RUN("layer_norm", T(c), T(w), T(b));
+        b = RUN("mul", tensor_arg(w), float_arg(0.5));
+        a = RUN("layer_norm", tensor_arg(xt), tensor_arg(w), tensor_arg(b));
+        d = RUN("layer_norm", tensor_arg(c), tensor_arg(w), tensor_arg(b));
         ok(a && same_bits(a, d),
            "layer_norm of strided rows (a tile at a time) and of compact rows agree");
         tr_release(a);
         tr_release(d);
-        a = RUN("rms_norm", T(xt), T(w));
-        d = RUN("rms_norm", T(c), T(w));
+        a = RUN("rms_norm", tensor_arg(xt), tensor_arg(w));
+        d = RUN("rms_norm", tensor_arg(c), tensor_arg(w));
         ok(a && same_bits(a, d), "rms_norm of strided rows and of compact rows agree");
         tr_release(a);
         tr_release(d);
@@ -1127,23 +1055,23 @@ static void test_accuracy_and_threads(void)
         free(wv);
     }
     omp_set_num_threads(1);
-    r1 = RUN("softmax", T(xt), I(0));
+    r1 = RUN("softmax", tensor_arg(xt), int_arg(0));
     omp_set_num_threads(4);
-    r4 = RUN("softmax", T(xt), I(0));
+    r4 = RUN("softmax", tensor_arg(xt), int_arg(0));
     ok(same_bits(r1, r4), "softmax of a strided [3000, 1000] over dim 0: the same bits");
     tr_release(r1);
     tr_release(r4);
     omp_set_num_threads(1);
-    r1 = RUN("norm", T(xt), I(3), I(1));
+    r1 = RUN("norm", tensor_arg(xt), int_arg(3), int_arg(1));
     omp_set_num_threads(4);
-    r4 = RUN("norm", T(xt), I(3), I(1));
+    r4 = RUN("norm", tensor_arg(xt), int_arg(3), int_arg(1));
     ok(same_bits(r1, r4), "norm ord 3 of a strided [3000, 1000] over dim 1: the same bits");
     tr_release(r1);
     tr_release(r4);
     omp_set_num_threads(1);
-    r1 = RUN("cumsum", T(x2), I(0));
+    r1 = RUN("cumsum", tensor_arg(x2), int_arg(0));
     omp_set_num_threads(4);
-    r4 = RUN("cumsum", T(x2), I(0));
+    r4 = RUN("cumsum", tensor_arg(x2), int_arg(0));
     ok(same_bits(r1, r4), "cumsum of [1000, 3000] over dim 0: the same bits");
     tr_release(r1);
     tr_release(r4);
@@ -1161,7 +1089,7 @@ static void test_accuracy_and_threads(void)
         for (int64_t i = 0; i < m; i++)
             t[i] = 0.1f;
         x = vec(t, m);
-        r1 = RUN("sum", T(x));
+        r1 = RUN("sum", tensor_arg(x));
         ok(r1 && fabs(el(r1, 0) - 100000.0) < 0.5, "0.1f summed 1e6 times: %.9g", el(r1, 0));
         tr_release(r1);
         tr_release(x);
@@ -1224,11 +1152,11 @@ static void test_f64(void)
         exact += v[i];
     }
     x = tr_from_data(v, TR_DTYPE_F64, 1, &n, TR_CPU);
-    r = RUN("sum", T(x));
+    r = RUN("sum", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F64 && fabs(el(r, 0) - (double)exact) < 1e-11,
        "sum of 1e5 f64 against long double");
     tr_release(r);
-    r = RUN("softmax", T(x));
+    r = RUN("softmax", tensor_arg(x));
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F64, "softmax of f64 is f64");
     tr_release(r);
     tr_release(x);
