@@ -50,6 +50,18 @@ for line in open("stats.jsonl"):
 ' "$1" "$2"
 }
 
+# long_pipeline: p.yaml, one stage 'long' of 13 statements that take
+# seconds (2048x2048 products, one after the other)
+long_pipeline() {
+    pipeline "stages:
+  - name: long
+    do:
+      - x = randn([2048, 2048], seed=1)
+      - y = x @ x
+$(for _ in $(seq 11); do echo '      - y = y @ x'; done)
+outputs: {y: y.npy, x: x.npy}"
+}
+
 no_temporaries() {
     local left
     left=$(find . -name '.*.tmp-*' -o -name '*.tmp-*' | head -5)
@@ -474,23 +486,7 @@ outputs: {y: y.npy}'
 
 @test "SIGINT during a long stage: exit 130, nothing replaced, no temporary file" {
     echo "old" > y.npy
-    pipeline 'stages:
-  - name: long
-    do:
-      - x = randn([2048, 2048], seed=1)
-      - y = x @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-outputs: {y: y.npy, x: x.npy}'
+    long_pipeline
     "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
     sleep 1
     kill -INT $pid
@@ -503,37 +499,20 @@ outputs: {y: y.npy, x: x.npy}'
 }
 
 @test "--progress: once a stage has run a second, a line names it and its statement" {
-    pipeline 'stages:
-  - name: long
-    do:
-      - x = randn([2048, 2048], seed=1)
-      - y = x @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-      - y = y @ x
-outputs: {y: y.npy}'
+    long_pipeline
     "$TENSORRUN" p.yaml --progress --stats none --threads 1 2> forced & forced=$!
     "$TENSORRUN" p.yaml --stats none --threads 1 2> auto & auto=$!
     sleep 1.6
     kill -INT $forced $auto
     wait $forced || true
     wait $auto || true
-    grep -aq 'long: statement [0-9]* of 9, 1\.[0-9] s' forced
+    grep -aq 'long: statement [0-9]* of 13, 1\.[0-9] s' forced
     # stderr is not a terminal: no progress line unless asked for
     ! grep -aq 'statement' auto
 }
 
 @test "SIGTERM has the same effect as SIGINT" {
-    pipeline 'stages:
-  - name: long
-    do:
-      - x = randn([2048, 2048], seed=1)
-      - y = x @ x @ x @ x @ x @ x @ x @ x @ x @ x
-outputs: {y: y.npy, x: x.npy}'
+    long_pipeline
     "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
     sleep 1
     kill -TERM $pid
