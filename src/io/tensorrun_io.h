@@ -168,9 +168,9 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
  * the mapping (unmapped with its last view); tio_output_write given a
  * tensor whose data is that mapping's then writes nothing more, and any
  * other tensor is written as usual, over it.  NULL, with no error, when the
- * output cannot be mapped: standard output, compression, safetensors, or a
- * file system that cannot reserve the blocks (a full disk among them: a
- * mapped file that runs out of room kills the process).
+ * output cannot be mapped: standard output, compression, safetensors, a
+ * file system without that much free room, or one that cannot reserve the
+ * blocks (a mapped file that runs out of room kills the process).
  */
 struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, int ndim,
                                  const int64_t *shape);

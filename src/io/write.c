@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 /* Bytes converted and written at a time. */
@@ -247,6 +248,7 @@ struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, in
                                  const int64_t *shape)
 {
     uint64_t numel = 1, data_bytes, total;
+    struct statvfs fs;
     char *header = NULL;
     size_t len = 0;
     void *base;
@@ -265,12 +267,23 @@ struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, in
         tio__npy_header(dtype, ndim, shape, &header, &len) != TR_OK)
         return NULL;
     total = len + data_bytes;
+    /* Not at all where the file system lacks the room: a file system may
+     * fill itself up to the failure of the reservation, and all else
+     * writing there (this program's own messages too) would fail. */
+    if (fstatvfs(out->fd, &fs) != 0 || (uint64_t)fs.f_bavail < total / fs.f_frsize + 1) {
+        free(header);
+        return NULL;
+    }
     /* the blocks first: a store into a hole the disk cannot fill is SIGBUS.
      * pwrite leaves the file offset at 0 for a write as usual. */
     out->resized = true;
     if (posix_fallocate(out->fd, 0, (off_t)total) != 0 ||
         (len && pwrite(out->fd, header, len, 0) != (ssize_t)len)) {
         free(header);
+        /* what was reserved goes back at once (failing that, when the
+         * output is written and cut to size) */
+        int rc = ftruncate(out->fd, 0);
+        (void)rc;
         return NULL;
     }
     free(header);

@@ -149,3 +149,14 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     echo "$output" | tail -n 30
     [ "$status" -eq 0 ]
 }
+
+@test "an output larger than the disk's free space is not reserved: the error still reaches a file" {
+    # 400 TB: no disk has that free, nor any process the address space.
+    # Reserving it first would fill the disk and lose the error message
+    # itself (stderr is a file beside it).
+    run bash -c '"$0" eval "zeros([100000000000000])" -o huge.npy 2> err; echo $?' "$TENSORRUN"
+    [ "$output" = 5 ]
+    grep -q "out of memory" err
+    [ ! -e huge.npy ]
+    [ -z "$(ls -A | grep -F .tmp-)" ]
+}
