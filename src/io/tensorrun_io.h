@@ -146,8 +146,10 @@ struct tio_output;
 
 /*
  * Starts an output: a new temporary file in path's directory (or standard
- * output for "-", which is streamed and cannot be taken back).  The
- * destination itself is not touched until tio_output_commit.  TR_ERR_IO when
+ * output for "-", or the destination itself when it exists and is not a
+ * regular file: a device or a pipe, which are streamed and cannot be
+ * taken back).  A regular destination is not touched until
+ * tio_output_commit.  TR_ERR_IO when
  * the directory does not exist or is not writable.
  */
 struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options);

@@ -27,8 +27,10 @@
 
 struct tio_output {
     char *path;         /* the destination */
-    char *tmp_path;     /* the temporary file beside it; NULL for stdout */
+    char *tmp_path;     /* the temporary file beside it; NULL when streamed */
     int fd;
+    bool own_fd;        /* fd is to be closed: a temporary file, or a device
+                           or pipe opened by name */
     int slot;           /* in the temporaries registry; -1 when none */
     enum tio_format format;
     struct tio_write_options options;
@@ -224,9 +226,22 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
         tio__error(TR_ERR_IO, "is a directory");
         tio_output_close(out);
         return NULL;
+    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written
+         * into as standard output is: replacing it by a rename would put a
+         * regular file in its place */
+        out->fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (out->fd < 0) {
+            tio__error(TR_ERR_IO, "cannot open for writing: %s", strerror(errno));
+            tio_output_close(out);
+            return NULL;
+        }
+        out->own_fd = true;
     } else if (make_temporary(out) != TR_OK) {
         tio_output_close(out);
         return NULL;
+    } else {
+        out->own_fd = true;
     }
     out->sink = tio__sink_fd(out->fd, out->options.compression, out->options.level,
                              out->options.threads);
@@ -544,7 +559,7 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
 written:
     if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
         s = tio__error(TR_ERR_IO, "cannot flush to disk: %s", strerror(errno));
-    if (out->tmp_path && out->fd >= 0) {
+    if (out->own_fd && out->fd >= 0) {
         if (close(out->fd) != 0 && s == TR_OK)
             s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
         out->fd = -1;
@@ -604,7 +619,7 @@ void tio_output_close(struct tio_output *out)
 {
     if (!out)
         return;
-    if (out->tmp_path && out->fd >= 0)
+    if (out->own_fd && out->fd >= 0)
         close(out->fd);
     if (out->tmp_path && !out->committed)
         unlink(out->tmp_path);

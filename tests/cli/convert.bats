@@ -274,3 +274,19 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
     run_tensorrun 0 convert b.safetensors b.npy --dtype f64
     "$PY" -c 'import numpy as np; assert np.load("b.npy").tolist() == [2**60 + 2**53, -(2**60 + 2**53)], np.load("b.npy")'
 }
+
+@test "a named pipe or device as the destination is written into, never replaced" {
+    mkfifo fifo
+    ln -s fifo link
+    for dest in fifo link; do
+        timeout 10 cat fifo > "got-$dest.npy" &
+        reader=$!
+        run_tensorrun 0 convert m.npy "$dest" --format npy
+        wait $reader
+        cmp "got-$dest.npy" m.npy
+    done
+    # still a pipe, and the link still a link to it
+    [ -p fifo ] && [ -L link ]
+    run_tensorrun 0 convert m.npy /dev/null --format npy
+    [ -c /dev/null ]
+}
