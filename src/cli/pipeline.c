@@ -1337,7 +1337,7 @@ static void check_destinations(struct ctx *c, const struct output_extra *extra)
         const char *tname;
         size_t lp, lt;
 
-        if (!o->path || strcmp(o->path, "-") == 0)
+        if (!o->path)
             continue;
         if (!nameset_add(c, &files, o->path, (int)i, st, &first, &tag)) {
             if (!st || !tag) {

@@ -320,3 +320,24 @@ assert all(o["doc"] for o in ops)' "$output"
     cmp page.5 "$TR_SRCDIR/man/tensorrun-pipeline.5" ||
         { echo "man/tensorrun-pipeline.5 is out of date: run make man"; return 1; }
 }
+
+@test "two outputs to standard output: only safetensors takes several" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - name: s
+    do:
+      - y = a + 1
+      - z = a * 2
+outputs: {y: "-", z: "-"}'
+    fails_at 3 8:23 "outputs 'y' and 'z' both write '-'"
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - name: s
+    do:
+      - y = a + 1
+      - z = a * 2
+outputs:
+  y: {path: "-", format: safetensors}
+  z: {path: "-", format: safetensors}'
+    run_tensorrun 0 validate p.yaml
+}
