@@ -194,6 +194,7 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
     enum tio_format by_name;
     enum tio_compression compression;
     struct stat st;
+    bool exists;
 
     if (out)
         out->path = strdup(path);
@@ -220,13 +221,14 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
         tio_output_close(out);
         return NULL;
     }
+    exists = strcmp(path, "-") != 0 && stat(path, &st) == 0;
     if (strcmp(path, "-") == 0) {
         out->fd = STDOUT_FILENO;
-    } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    } else if (exists && S_ISDIR(st.st_mode)) {
         tio__error(TR_ERR_IO, "is a directory");
         tio_output_close(out);
         return NULL;
-    } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    } else if (exists && !S_ISREG(st.st_mode)) {
         /* a device or a pipe (/dev/null, /dev/stdout, a FIFO) is written
          * into as standard output is: replacing it by a rename would put a
          * regular file in its place */
