@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,7 +107,7 @@ bool parse_size(const char *text, uint64_t *out)
     while (*end == ' ')
         end++;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (strcmp(end, units[i].suffix) == 0) {
+        if (strcasecmp(end, units[i].suffix) == 0) {
             double bytes = v * units[i].factor;
             if (bytes >= 0x1p64)
                 return false;

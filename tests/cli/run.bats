@@ -436,7 +436,11 @@ outputs: {x: x.npy, y: y.npy, z: z.npy}'
     no_temporaries
     run_tensorrun 0 p.yaml --memory-limit 16MiB -q
     close z.npy '(m + 1) * 2 * 3' 1e-6
+    # units in either case; anything else is a usage error
+    run_tensorrun 0 p.yaml --memory-limit 16m -q
+    run_tensorrun 5 p.yaml --memory-limit 6mb -q
     run_tensorrun 2 p.yaml --memory-limit lots
+    run_tensorrun 2 p.yaml --memory-limit 0
 }
 
 @test "an output directory that does not exist is exit 4 before anything is computed" {
