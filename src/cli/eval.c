@@ -171,10 +171,13 @@ static void add_outputs(struct pipeline *p, const struct run_args *a, bool print
         const char *text = a->eval_outputs[i], *eq = strchr(text, '=');
         char *name = eq ? strndup(text, (size_t)(eq - text)) : NULL;
         bool named = name && expr_is_identifier(name);
-        if (!named && !last)
-            diag_error_code(d, EXIT_USAGE, 0, 0, NULL, "-o %s: no value to write", text);
-        else
+        if (!named && !last) {
+            /* when the statements did not parse, their errors say why */
+            if (diag_exit_code(d) == EXIT_OK)
+                diag_error_code(d, EXIT_USAGE, 0, 0, NULL, "-o %s: no value to write", text);
+        } else {
             add_output(p, named ? name : last, named ? eq + 1 : text, d, oom);
+        }
         free(name);
     }
     if (a->neval_outputs == 0 && !print && last)

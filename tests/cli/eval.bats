@@ -108,6 +108,11 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 3 eval 'x @ x' -i x=x.npy
     [[ "$stderr" == *"matmul"* ]]
     run_tensorrun 3 eval '' --print
+    # with -o: still the statement's error (3), not a usage error about -o
+    run_tensorrun 3 eval 'x +' -i x=x.npy -o y.npy
+    [[ "$stderr" != *"no value to write"* ]]
+    run_tensorrun 3 eval "$(printf '(%.0s' {1..300})x$(printf ')%.0s' {1..300})" -i x=x.npy -o y.npy
+    [[ "$stderr" == *"nested too deeply"* ]]
 }
 
 @test "usage errors are exit 2" {
