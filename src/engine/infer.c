@@ -394,19 +394,11 @@ static enum tr_dtype summed(enum tr_dtype d)
     return d == TR_DTYPE_BOOL || tr_dtype_is_signed(d) ? TR_DTYPE_I64 : TR_DTYPE_U64;
 }
 
-static int param_index(const struct tr__op *op, const char *name)
-{
-    for (int i = 0; i < op->info.nparams; i++)
-        if (strcmp(op->info.params[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 static tr_status rule_create(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *out, int *bad)
 {
     int64_t shape[TR_MAX_DIMS];
-    int ndim, di = param_index(op, "dtype");
+    int ndim, di = tr__param_index(op, "dtype");
     enum tr_dtype dtype = TR_DTYPE_F32;
 
     TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 0, ARG(0), false, &ndim, shape));
@@ -426,16 +418,11 @@ static tr_status rule_create(const struct tr__op *op, const struct tr_value *arg
     return TR_OK;
 }
 
-static double number_of(const struct tr_value *v)
-{
-    return v->kind == TR_VALUE_INT ? (double)v->integer : v->kind == TR_VALUE_BOOL ? v->boolean : v->number;
-}
-
 static tr_status rule_arange(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *out, int *bad)
 {
     const struct tr_value *a = ARG(0), *b = ARG(1), *c = ARG(2);
-    double start = number_of(a), stop, step = number_of(c), count;
+    double start = tr__number(a), stop, step = tr__number(c), count;
     bool integers = a->kind == TR_VALUE_INT && c->kind == TR_VALUE_INT &&
                     (b->kind == TR_VALUE_INT || b->kind == TR_VALUE_NONE);
     int64_t n;
@@ -447,7 +434,7 @@ static tr_status rule_arange(const struct tr__op *op, const struct tr_value *arg
         stop = start;
         start = 0;
     } else {
-        stop = number_of(b);
+        stop = tr__number(b);
     }
     if (step == 0 || step != step)
         return fail(bad, 2, TR_ERR_INVALID, NAME, "the step must not be zero");
@@ -752,12 +739,12 @@ static tr_status rule_reduce(const struct tr__op *op, const struct tr_value *arg
                              struct tr_value *out, int *bad)
 {
     struct tr_value x = as_tensor(ARG(0));
-    int di = param_index(op, "dim"), ki = param_index(op, "keepdim");
+    int di = tr__param_index(op, "dim"), ki = tr__param_index(op, "keepdim");
     bool flags[TR_MAX_DIMS], keepdim = ki >= 0 && ARG(ki)->boolean;
     enum tr_dtype d = x.dtype;
 
     if (op->rule == TR__RULE_NORM) {
-        double ord = number_of(ARG(1));
+        double ord = tr__number(ARG(1));
         if (!(ord > 0))
             return fail(bad, 1, TR_ERR_INVALID, NAME, "ord must be a positive number or inf");
     }
@@ -877,7 +864,7 @@ static tr_status rule_along_dim(const struct tr__op *op, const struct tr_value *
                                 struct tr_value *out, int *bad)
 {
     struct tr_value x = as_tensor(ARG(0));
-    int di = param_index(op, "dim"), d;
+    int di = tr__param_index(op, "dim"), d;
 
     TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, di, ARG(di)->integer, x.ndim, &d));
     *out = x;
@@ -890,7 +877,7 @@ static tr_status rule_layer_norm(const struct tr__op *op, const struct tr_value 
                                  struct tr_value *out, int *bad)
 {
     struct tr_value x = as_tensor(ARG(0));
-    int wi = param_index(op, "weight"), bi = param_index(op, "bias");
+    int wi = tr__param_index(op, "weight"), bi = tr__param_index(op, "bias");
     char s[160];
 
     if (x.ndim == 0)
@@ -916,7 +903,7 @@ static tr_status rule_topk_sort(const struct tr__op *op, const struct tr_value *
                                 struct tr_value *results, int *bad)
 {
     struct tr_value x = as_tensor(ARG(0));
-    int di = param_index(op, "dim"), d;
+    int di = tr__param_index(op, "dim"), d;
 
     TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, di, ARG(di)->integer, x.ndim, &d));
     results[0] = x;

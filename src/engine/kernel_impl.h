@@ -32,6 +32,15 @@ struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device
 struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
                                    const struct tr_value *out);
 
+/* The argument for op's parameter called name, or NULL. */
+static inline const struct tr_arg *tr__arg_named(const struct tr__op *op,
+                                                 const struct tr_arg *args, const char *name)
+{
+    int i = tr__param_index(op, name);
+
+    return i < 0 ? NULL : &args[i];
+}
+
 /* The tensor an argument stands for: its handle (a new handle of it), or a
  * 0-d tensor holding the constant as dtype.  In the current scope. */
 struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype);

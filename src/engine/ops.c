@@ -181,3 +181,18 @@ const struct tr__op *tr__op_of(const struct tr_op_info *info)
 {
     return (const struct tr__op *)info; /* info is the first member */
 }
+
+int tr__param_index(const struct tr__op *op, const char *name)
+{
+    for (int i = 0; i < op->info.nparams; i++)
+        if (strcmp(op->info.params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+double tr__number(const struct tr_value *v)
+{
+    return v->kind == TR_VALUE_INT    ? (double)v->integer
+           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
+                                      : v->number;
+}

@@ -38,5 +38,9 @@ struct tr__op {
 };
 
 const struct tr__op *tr__op_of(const struct tr_op_info *info);
+/* The index of op's parameter called name, or -1. */
+int tr__param_index(const struct tr__op *op, const char *name);
+/* A number argument's value as a double (an integer, a bool or a float). */
+double tr__number(const struct tr_value *v);
 
 #endif /* TR_OPS_IMPL_H */

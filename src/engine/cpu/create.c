@@ -51,13 +51,6 @@ static struct number number_of(const struct tr_value *v)
     return n;
 }
 
-static double double_of(const struct tr_value *v)
-{
-    return v->kind == TR_VALUE_INT    ? (double)v->integer
-           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
-                                      : v->number;
-}
-
 /* The compact result out describes, on the CPU; errors name the op. */
 static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out)
 {
@@ -154,7 +147,7 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
             for (int64_t i = 0; i < count; i++) /* unsigned: wraps, never undefined */
                 buf.i64[i] = (int64_t)(start + (uint64_t)(first + i) * step);
         } else {
-            double start = one_arg ? 0.0 : double_of(a), step = double_of(c);
+            double start = one_arg ? 0.0 : tr__number(a), step = tr__number(c);
             for (int64_t i = 0; i < count; i++)
                 buf.f64[i] = start + (double)(first + i) * step;
         }
@@ -170,7 +163,7 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
 tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
                          const struct tr_value *out, struct tr_tensor **results)
 {
-    double start = double_of(&args[0].value), stop = double_of(&args[1].value), step;
+    double start = tr__number(&args[0].value), stop = tr__number(&args[1].value), step;
     struct tr_tensor *t = new_result(op, out);
     int64_t n, half, blocks, size;
     char *data;

@@ -303,24 +303,6 @@ static enum kind kind_of(const char *name)
     return K_SOFTMAX;
 }
 
-static const struct tr_arg *param(const struct tr__op *op, const struct tr_arg *args,
-                                  const char *name)
-{
-    for (int i = 0; i < op->info.nparams; i++)
-        if (strcmp(op->info.params[i].name, name) == 0)
-            return &args[i];
-    return NULL;
-}
-
-static double number(const struct tr_arg *a)
-{
-    const struct tr_value *v = &a->value;
-
-    return v->kind == TR_VALUE_INT ? (double)v->integer
-           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
-                                      : v->number;
-}
-
 /* A weight or bias as len compact values of the compute dtype in *out (a
  * new allocation; NULL when the argument is None). */
 static tr_status vector_arg(const char *name, const char *what, const struct tr_arg *a,
@@ -446,7 +428,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
                    const struct tr_value *out, struct tr_tensor **results)
 {
     const char *name = op->info.name;
-    const struct tr_arg *dim_arg = param(op, args, "dim"), *eps_arg = param(op, args, "eps");
+    const struct tr_arg *dim_arg = tr__arg_named(op, args, "dim"), *eps_arg = tr__arg_named(op, args, "eps");
     int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
         oys[TR_MAX_DIMS];
     const int64_t *sp[2] = {oxs, oys};
@@ -489,9 +471,9 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
         oxs[no] = xs[i];
         oys[no++] = ys[i];
     }
-    s = vector_arg(name, "weight", param(op, args, "weight"), j.compute, j.len, &weight);
+    s = vector_arg(name, "weight", tr__arg_named(op, args, "weight"), j.compute, j.len, &weight);
     if (s == TR_OK)
-        s = vector_arg(name, "bias", param(op, args, "bias"), j.compute, j.len, &bias);
+        s = vector_arg(name, "bias", tr__arg_named(op, args, "bias"), j.compute, j.len, &bias);
     if (s != TR_OK)
         goto done;
     tr__iter_init(&j.lines, no, oshape, 2, sp);
@@ -503,7 +485,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     j.xdtype = x->dtype;
     j.ybase = tr_tensor_data_mut(y);
     j.ydtype = y->dtype;
-    j.eps = eps_arg ? number(eps_arg) : 0;
+    j.eps = eps_arg ? tr__number(&eps_arg->value) : 0;
     j.weight = weight;
     j.bias = bias;
     j.tiled = j.len <= TILE_LEN && j.nlines > 1 &&

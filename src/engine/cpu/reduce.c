@@ -668,25 +668,6 @@ static const char *const kind_names[] = {
     "all", "any", "logsumexp",
 };
 
-/* The argument for the parameter called name, or NULL. */
-static const struct tr_arg *param(const struct tr__op *op, const struct tr_arg *args,
-                                  const char *name)
-{
-    for (int i = 0; i < op->info.nparams; i++)
-        if (strcmp(op->info.params[i].name, name) == 0)
-            return &args[i];
-    return NULL;
-}
-
-static double number(const struct tr_arg *a)
-{
-    const struct tr_value *v = &a->value;
-
-    return v->kind == TR_VALUE_INT ? (double)v->integer
-           : v->kind == TR_VALUE_BOOL ? (double)v->boolean
-                                      : v->number;
-}
-
 /* Picks by compute dtype: f32, f64, i64 (also bool), u64. */
 #define BY_DTYPE(c, a, b, i, u)                                              \
     ((c) == TR_DTYPE_F32 ? (a) : (c) == TR_DTYPE_F64 ? (b) : (c) == TR_DTYPE_U64 ? (u) : (i))
@@ -864,8 +845,8 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
 {
     const char *name = op->info.name;
     enum kind k = kind_of(name);
-    const struct tr_arg *ord_arg = param(op, args, "ord"), *corr = param(op, args, "correction");
-    double ord = ord_arg ? number(ord_arg) : 2;
+    const struct tr_arg *ord_arg = tr__arg_named(op, args, "ord"), *corr = tr__arg_named(op, args, "correction");
+    double ord = ord_arg ? tr__number(&ord_arg->value) : 2;
     int64_t correction = corr ? corr->value.integer : 0;
     bool two_pass = k == K_VAR || k == K_STD || k == K_LOGSUMEXP;
     struct tr_tensor *x, *y = NULL;
@@ -883,7 +864,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
     if (!x)
         return tr_last_status();
-    s = dims_flags(name, param(op, args, "dim"), x->ndim, flags);
+    s = dims_flags(name, tr__arg_named(op, args, "dim"), x->ndim, flags);
     if (s == TR_OK) {
         y = tr__result(out, x->storage->device);
         if (!y)
