@@ -294,30 +294,46 @@ static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
     return read_later(x, name, s, k) || awaited_by_output(x, name, s, k);
 }
 
+static int reserve_output(void *ctx)
+{
+    return tio_output_reserve(ctx);
+}
+
+static int store_output(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    return tio_output_store(ctx, offset, src, n);
+}
+
 /*
  * The mapping of the output file that statement k of stage s can compute
- * its value straight into, or NULL: its one target goes only to a file of
- * its own, .npy or raw, uncompressed, in its own dtype, and nothing else
- * reads it.  Such a value never takes pool memory, nor is it copied to be
- * written.
+ * its value straight into, in *dest, or false: its one target goes only
+ * to a file of its own, .npy or raw, uncompressed, in its own dtype, and
+ * nothing else reads it.  Such a value never takes pool memory, nor is it
+ * copied to be written.
  */
-static struct tr_tensor *output_mapping(struct exec *x, size_t s, size_t k)
+static bool output_mapping(struct exec *x, size_t s, size_t k, struct tr_result_dest *dest)
 {
     const struct statement *st = x->p->stages[s].statements[k];
     const char *name = st->ntargets == 1 ? st->targets[0] : NULL;
     const struct plan_value *v = name ? plan_lookup(x->plan, name) : NULL;
 
+    memset(dest, 0, sizeof *dest);
     if (!v || v->meta.kind != TR_VALUE_TENSOR || v->meta.device.kind != TR_DEV_CPU ||
         !is_final(x, name, s, k) || read_later(x, name, s, k))
-        return NULL;
+        return false;
     for (size_t i = 0; i < x->ngroups; i++) {
         struct out_group *g = &x->groups[i];
         const struct output *out = &x->p->outputs[g->members[0]];
         if (g->nmembers == 1 && !g->written && strcmp(out->name, name) == 0 &&
-            (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype))
-            return tio_output_map(g->file, v->meta.dtype, v->meta.ndim, v->meta.shape);
+            (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype)) {
+            dest->tensor = tio_output_map(g->file, v->meta.dtype, v->meta.ndim, v->meta.shape);
+            dest->reserve = reserve_output;
+            dest->store = store_output;
+            dest->ctx = g->file;
+            return dest->tensor != NULL;
+        }
     }
-    return NULL;
+    return false;
 }
 
 /* Releases every tensor nothing needs any more. */
@@ -438,13 +454,14 @@ static int run_stage(struct exec *x, size_t s)
     for (size_t k = 0; k < st->nstatements && status == EXIT_OK; k++) {
         const struct expr *at = NULL;
         double t0 = now_ms();
-        struct tr_tensor *into = output_mapping(x, s, k);
+        struct tr_result_dest into;
+        bool mapped = output_mapping(x, s, k, &into);
         tr_status ran;
 
-        tr_op_result_into(into);
+        tr_op_result_into(mapped ? &into : NULL);
         ran = interp_statement(&x->env, st->statements[k], (int)s, &at);
         tr_op_result_into(NULL);
-        tr_release(into);
+        tr_release(into.tensor);
         if (ran != TR_OK) {
             status = exit_for_status(tr_last_status());
             stage_failed(x, st, at);

@@ -46,26 +46,58 @@ tr__kernel_fn tr__kernel_for(const char *name)
 
 /* ---------------------------------------------------------- helpers */
 
-static _Thread_local struct tr_tensor *result_into;
+static _Thread_local struct tr_result_dest result_into;
 
-void tr_op_result_into(struct tr_tensor *dest)
+void tr_op_result_into(const struct tr_result_dest *dest)
 {
-    result_into = dest;
+    if (dest)
+        result_into = *dest;
+    else
+        memset(&result_into, 0, sizeof result_into);
+}
+
+/* Whether the offered destination fits a result as out describes it. */
+static bool dest_fits(const struct tr_value *out, struct tr_device device)
+{
+    const struct tr_tensor *d = result_into.tensor;
+
+    return d && device.kind == TR_DEV_CPU && d->storage->device.kind == TR_DEV_CPU &&
+           d->dtype == out->dtype && d->ndim == out->ndim &&
+           memcmp(d->shape, out->shape, (size_t)d->ndim * sizeof *d->shape) == 0 &&
+           !(d->storage->flags & TR_FLAG_READONLY) &&
+           tr__is_contiguous(d->ndim, d->shape, d->strides);
+}
+
+/* The offered destination as a result (the offer is used up), or NULL. */
+static struct tr_tensor *take_dest(void)
+{
+    struct tr_tensor *d = result_into.tensor;
+
+    memset(&result_into, 0, sizeof result_into);
+    return tr__tensor_alias(d);
 }
 
 struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
                                  struct tr_device device)
 {
-    struct tr_tensor *d = result_into;
-
-    if (d && device.kind == TR_DEV_CPU && d->storage->device.kind == TR_DEV_CPU &&
-        d->dtype == out->dtype && d->ndim == out->ndim &&
-        memcmp(d->shape, out->shape, (size_t)d->ndim * sizeof *d->shape) == 0 &&
-        !(d->storage->flags & TR_FLAG_READONLY) && tr__is_contiguous(d->ndim, d->shape, d->strides)) {
-        result_into = NULL;
-        return tr__tensor_alias(d);
-    }
+    if (dest_fits(out, device) &&
+        (!result_into.reserve || result_into.reserve(result_into.ctx) == 0))
+        return take_dest();
+    if (dest_fits(out, device)) /* its file cannot take the data */
+        memset(&result_into, 0, sizeof result_into);
     return tr__empty(name, out->dtype, out->ndim, out->shape, device);
+}
+
+struct tr_tensor *tr__stream_result(const struct tr_value *out, struct tr_device device,
+                                    struct tr__store *store)
+{
+    memset(store, 0, sizeof *store);
+    if (dest_fits(out, device) && result_into.store) {
+        store->fn = result_into.store;
+        store->ctx = result_into.ctx;
+        return take_dest();
+    }
+    return tr__result(out, device);
 }
 
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)

@@ -25,6 +25,20 @@ struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
                                  struct tr_device device);
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
 
+/* How a streamed result's bytes are written (tr_result_dest.store). */
+struct tr__store {
+    int (*fn)(void *ctx, uint64_t offset, const void *src, size_t n);
+    void *ctx;
+};
+
+/* tr__result for a kernel that can hand its result over a run of lines
+ * at a time: when the offered destination fits and is filled by calls,
+ * its handle, with *store set, and the kernel writes every byte through
+ * store->fn rather than into the tensor's memory; otherwise tr__result's
+ * tensor, with store->fn NULL. */
+struct tr_tensor *tr__stream_result(const struct tr_value *out, struct tr_device device,
+                                    struct tr__store *store);
+
 /* A result for out written over one of the nargs arguments, when one is
  * consumable (tensorrun_ops.h) and can take it: the only handle of a
  * writable CPU pool storage, compact, of out's dtype and shape.  NULL when

@@ -148,15 +148,34 @@ tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
                     struct tr_tensor **results);
 
 /*
- * Offers dest (compact, writable, on the CPU) as the memory of the next
- * result an op run on this thread makes of exactly dest's dtype and shape:
- * that result is then a new handle of dest, computed in place (an output
- * computed straight into its file's mapping).  At most one result takes
- * it, and it may be a temporary of the op rather than its final result:
- * the caller checks with tr_tensor_shares_storage.  NULL withdraws the
- * offer.  The offer holds no reference: withdraw it before releasing dest.
+ * Where the next result may be made (tr_op_result_into).  tensor is the
+ * memory: compact, writable, on the CPU.  When that memory is a shared
+ * mapping of a file whose blocks are not yet reserved, reserve and store
+ * say how to fill it: reserve(ctx) before the first store through memory
+ * (0, or an errno when the file cannot take the data: the result is then
+ * made elsewhere), or store(ctx, offset, src, n) instead, which writes n
+ * bytes at byte offset from element 0 by a call (0 or an errno), from any
+ * thread.  Kernels that finish their result a run of lines at a time
+ * store; the others reserve.  Both NULL: the memory is ready.
  */
-void tr_op_result_into(struct tr_tensor *dest);
+struct tr_result_dest {
+    struct tr_tensor *tensor;
+    int (*reserve)(void *ctx);
+    int (*store)(void *ctx, uint64_t offset, const void *src, size_t n);
+    void *ctx;
+};
+
+/*
+ * Offers dest as the memory of the next result an op run on this thread
+ * makes of exactly dest's dtype and shape: that result is then a new
+ * handle of dest->tensor, computed in place (an output computed straight
+ * into its file).  At most one result takes it, and it may be a temporary
+ * of the op rather than its final result: the caller checks with
+ * tr_tensor_shares_storage.  NULL withdraws the offer.  The offer is a
+ * copy of *dest but holds no reference: withdraw it before releasing
+ * dest->tensor.
+ */
+void tr_op_result_into(const struct tr_result_dest *dest);
 
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers;
  * weak numbers do not widen a tensor's dtype).  TR_ERR_DTYPE for u64 with

@@ -165,17 +165,27 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
                            const struct tio_metadata *metadata);
 /*
  * The data of a one-tensor .npy or raw output, mapped to be computed in
- * place: writes the header for dtype and shape, reserves the file's blocks
- * and maps it (read-write, shared).  Returns a compact, writable tensor over
- * the mapping (unmapped with its last view); tio_output_write given a
- * tensor whose data is that mapping's then writes nothing more, and any
- * other tensor is written as usual, over it.  NULL, with no error, when the
- * output cannot be mapped: standard output, compression, safetensors, a
- * file system without that much free room, or one that cannot reserve the
- * blocks (a mapped file that runs out of room kills the process).
+ * place: writes the header for dtype and shape and maps the file
+ * (read-write, shared), its blocks not yet reserved.  Returns a compact,
+ * writable tensor over the mapping (unmapped with its last view), to be
+ * filled either through memory, after tio_output_reserve, or by
+ * tio_output_store; tio_output_write given a tensor whose data is that
+ * mapping's then writes nothing more, and any other tensor is written as
+ * usual, over it.  NULL, with no error, when the output cannot be mapped:
+ * standard output, compression, safetensors, or a file system without
+ * that much free room.
  */
 struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, int ndim,
                                  const int64_t *shape);
+/* Reserves the mapped output's blocks, so that stores into the mapping
+ * cannot fail (a store into a hole the disk cannot fill kills the
+ * process): 0, or an errno (then nothing is stored through memory, and
+ * the output is written as usual). */
+int tio_output_reserve(struct tio_output *out);
+/* Writes n bytes at byte offset of the mapped output's data, by a call
+ * rather than through memory (no page faults, no zeroed pages): 0 or an
+ * errno.  Safe from several threads at once, at different offsets. */
+int tio_output_store(struct tio_output *out, uint64_t offset, const void *src, size_t n);
 /* Bytes written so far (before compression: the file's own size). */
 uint64_t tio_output_bytes(const struct tio_output *out);
 /* Renames the written temporary file into place (after fsync of the file,

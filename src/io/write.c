@@ -40,6 +40,8 @@ struct tio_output {
     bool failed;        /* the write failed: nothing may be committed */
     const char *mapped; /* tio_output_map's data, and the file's length */
     uint64_t mapped_bytes;
+    uint64_t mapped_header; /* bytes before the data */
+    bool reserved;      /* tio_output_reserve has reserved the mapped blocks */
     bool resized;       /* tio_output_map may have left the file longer than
                            a write: it is cut to what was written */
 };
@@ -291,16 +293,10 @@ struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, in
         free(header);
         return NULL;
     }
-    /* the blocks first: a store into a hole the disk cannot fill is SIGBUS.
-     * pwrite leaves the file offset at 0 for a write as usual. */
+    /* pwrite leaves the file offset at 0 for a write as usual */
     out->resized = true;
-    if (posix_fallocate(out->fd, 0, (off_t)total) != 0 ||
-        (len && pwrite(out->fd, header, len, 0) != (ssize_t)len)) {
+    if (len && pwrite(out->fd, header, len, 0) != (ssize_t)len) {
         free(header);
-        /* what was reserved goes back at once (failing that, when the
-         * output is written and cut to size) */
-        int rc = ftruncate(out->fd, 0);
-        (void)rc;
         return NULL;
     }
     free(header);
@@ -320,7 +316,48 @@ struct tr_tensor *tio_output_map(struct tio_output *out, enum tr_dtype dtype, in
     }
     out->mapped = (const char *)base + len;
     out->mapped_bytes = total;
+    out->mapped_header = len;
     return t;
+}
+
+int tio_output_reserve(struct tio_output *out)
+{
+    int rc;
+
+    if (!out->mapped)
+        return EINVAL;
+    if (out->reserved)
+        return 0;
+    rc = posix_fallocate(out->fd, 0, (off_t)out->mapped_bytes);
+    if (rc != 0) {
+        /* what was reserved goes back at once (failing that, when the
+         * output is written and cut to size) */
+        int cut = ftruncate(out->fd, (off_t)out->mapped_header);
+        (void)cut;
+        return rc;
+    }
+    out->reserved = true;
+    return 0;
+}
+
+int tio_output_store(struct tio_output *out, uint64_t offset, const void *src, size_t n)
+{
+    const char *p = src;
+
+    if (!out->mapped || offset > out->mapped_bytes - out->mapped_header ||
+        n > out->mapped_bytes - out->mapped_header - offset)
+        return EINVAL;
+    while (n > 0) {
+        ssize_t done = pwrite(out->fd, p, n, (off_t)(out->mapped_header + offset));
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done <= 0)
+            return done < 0 ? errno : EIO;
+        p += done;
+        offset += (uint64_t)done;
+        n -= (size_t)done;
+    }
+    return 0;
 }
 
 /* Whether t is the tensor tio_output_map made, as written. */
@@ -527,8 +564,12 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
     out->written = true;
     if (n == 1 &&
         is_mapped(out, tensors[0], dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[0]) : dtype)) {
-        /* computed in place: header and values are in the file already */
-        s = TR_OK;
+        /* computed in place: header and values are in the file already,
+         * unless the mapping was neither reserved nor stored into */
+        struct stat st;
+        s = fstat(out->fd, &st) == 0 && (uint64_t)st.st_size == out->mapped_bytes
+                ? TR_OK
+                : tio__error(TR_ERR_STATE, "the mapped output was never filled");
         out->bytes = out->mapped_bytes;
         goto written;
     }

@@ -203,6 +203,24 @@ outputs: {y: y.npy}'
     no_temporaries
 }
 
+@test "an output streamed into its file that fills up: exit 4, the destination as it was" {
+    [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    do:
+      - y = softmax(m, dim=-1)
+outputs: {y: y.npy}'
+    echo precious > y.npy
+    # the header goes, then the rows fail after about 256 KiB of 4 MiB
+    run --separate-stderr env TR_FAIL_PWRITE=300000 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$TENSORRUN" p.yaml
+    [ "$status" -eq 4 ]
+    [[ "$stderr" == *"softmax: cannot write the result to its file: No space left on device"* ]]
+    [ "$(cat y.npy)" = precious ]
+    no_temporaries
+}
+
 @test "--keep-cache and keep_cache: nothing is released between stages" {
     pipeline 'inputs: {m: m.npy}
 stages:

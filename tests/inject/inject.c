@@ -4,6 +4,8 @@
  *
  *   TR_FAIL_WRITE=N    write(2) to a file descriptor above 2 fails with ENOSPC
  *                      once N bytes have gone to such descriptors
+ *   TR_FAIL_PWRITE=N   pwrite(2) likewise, counting its own bytes (an output
+ *                      computed and stored into its file)
  *   TR_FAIL_FSYNC=1    fsync(2) fails with EIO
  *   TR_FAIL_CLOSE=1    close(2) of a descriptor above 2 fails with EIO
  *                      (after closing it, as Linux does)
@@ -21,7 +23,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static atomic_llong written;
+static atomic_llong written, pwritten;
 
 static long long limit(const char *name)
 {
@@ -42,6 +44,25 @@ ssize_t write(int fd, const void *buf, size_t len)
         return -1;
     }
     return real(fd, buf, len);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t offset)
+{
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    long long max = limit("TR_FAIL_PWRITE");
+
+    if (!real)
+        real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    if (fd > 2 && max >= 0 && atomic_fetch_add(&pwritten, (long long)len) + (long long)len > max) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return real(fd, buf, len, offset);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t offset)
+{
+    return pwrite(fd, buf, len, offset);
 }
 
 int fsync(int fd)

@@ -2,10 +2,12 @@
  * test_kernels.c - running ops through tr_op_run: elementwise kernels with
  * broadcasting, weak scalars, strided operands, f16 computed in f32, NaN
  * rules, truth values of floats, integers promoted to f16, results written
- * over consumable temporaries or into offered memory, and every op of the
- * table with a kernel.
+ * over consumable temporaries, into offered memory or streamed to an
+ * offered file, and every op of the table with a kernel.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "tensorrun_ops.h"
@@ -214,8 +216,9 @@ static void test_result_into(void)
     struct tr_tensor *d = tr_from_blob(&blob, TR_DTYPE_F32, 1, s, NULL, TR_CPU);
     struct tr_tensor *d2 = tr_from_blob(&blob2, TR_DTYPE_F32, 1, two, NULL, TR_CPU);
     struct tr_tensor *r, *r2;
+    struct tr_result_dest into = {.tensor = d}, into2 = {.tensor = d2};
 
-    tr_op_result_into(d);
+    tr_op_result_into(&into);
     r = run("mul", (struct tr_arg[]){tensor_arg(t), number_arg(3, true)}, 2);
     r2 = run("add", (struct tr_arg[]){tensor_arg(t), number_arg(1, true)}, 2);
     tr_op_result_into(NULL);
@@ -224,12 +227,12 @@ static void test_result_into(void)
        "and only one result takes it");
     tr_release(r);
     tr_release(r2);
-    tr_op_result_into(d2);
+    tr_op_result_into(&into2);
     r = run("exp", (struct tr_arg[]){tensor_arg(t)}, 1);
     tr_op_result_into(NULL);
     ok(r && !tr_tensor_shares_storage(r, d2) && small[0] == 0, "not by a result of another shape");
     tr_release(r);
-    tr_op_result_into(d);
+    tr_op_result_into(&into);
     r = run("softmax", (struct tr_arg[]){tensor_arg(t)}, 1);
     r2 = run("matmul", (struct tr_arg[]){tensor_arg(t), tensor_arg(t)}, 2);
     tr_op_result_into(NULL);
@@ -240,6 +243,144 @@ static void test_result_into(void)
     tr_release(d2);
     tr_release(d);
     tr_release(t);
+}
+
+/* An offered destination filled by calls, into got: what the calls
+ * stored, how many there were, and how often memory was reserved. */
+struct fake_file {
+    char *got;
+    size_t size;
+    atomic_int stores, reserves;
+    int fail; /* an errno every call returns, or 0 */
+};
+
+static int fake_reserve(void *ctx)
+{
+    struct fake_file *f = ctx;
+
+    atomic_fetch_add(&f->reserves, 1);
+    return f->fail;
+}
+
+static int fake_store(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    struct fake_file *f = ctx;
+
+    atomic_fetch_add(&f->stores, 1);
+    if (f->fail)
+        return f->fail;
+    if (offset > f->size || n > f->size - offset)
+        return EINVAL;
+    memcpy(f->got + offset, src, n);
+    return 0;
+}
+
+/* softmax of x offered a destination filled by calls: true when the
+ * result is the destination's, every byte came by calls (equal to the
+ * result made without the offer), none went into its memory, and memory
+ * was never reserved. */
+static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dtype,
+                            int *stores)
+{
+    struct tr_tensor *xs = tr_cast(x, dtype), *plain, *r, *d;
+    size_t size = (size_t)tr_tensor_numel(x) * tr_dtype_size(dtype);
+    char *memory = malloc(size), *got = calloc(1, size);
+    struct tr_blob blob = {.data = memory, .nbytes = size};
+    struct fake_file f = {.got = got, .size = size};
+    struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_arg args[2] = {tensor_arg(xs), number_arg(dim, true)};
+    bool good;
+
+    memset(memory, 0x5a, size);
+    d = tr_from_blob(&blob, dtype, tr_tensor_ndim(x), tr_tensor_shape(x), NULL, TR_CPU);
+    plain = run("softmax", args, 2);
+    into.tensor = d;
+    tr_op_result_into(&into);
+    r = run("softmax", args, 2);
+    tr_op_result_into(NULL);
+    good = plain && r && tr_tensor_shares_storage(r, d) && f.reserves == 0 &&
+           memcmp(got, tr_tensor_data(plain), size) == 0;
+    for (size_t i = 0; good && i < size; i++)
+        good = memory[i] == 0x5a;
+    *stores = f.stores;
+    tr_release(r);
+    tr_release(plain);
+    tr_release(d);
+    tr_release(xs);
+    free(got);
+    free(memory);
+    return good;
+}
+
+/* A softmax along rows offered a file filled by calls streams its rows
+ * there, a stage of lines per call, in f32 and f16 and from a transposed
+ * view; along columns it reserves memory instead, and a file that cannot
+ * take the data gets nothing. */
+static void test_result_streamed(void)
+{
+    int64_t shape[2] = {40, 3000}, tshape[2] = {3000, 40};
+    float *v = malloc(40 * 3000 * sizeof *v);
+    struct tr_tensor *x, *xt_base, *xt, *r, *d;
+    int stores = 0;
+
+    for (int i = 0; i < 40 * 3000; i++)
+        v[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f;
+    x = tr_from_data(v, TR_DTYPE_F32, 2, shape, TR_CPU);
+    xt_base = tr_from_data(v, TR_DTYPE_F32, 2, tshape, TR_CPU);
+    xt = tr_transpose(xt_base, 0, 1);
+    bool streamed = streams_softmax(x, -1, TR_DTYPE_F32, &stores);
+    ok(streamed && stores > 1 && stores < 40,
+       "f32 rows are streamed, several lines a call (%d calls)", stores);
+    ok(streams_softmax(x, 1, TR_DTYPE_F16, &stores) && stores > 1,
+       "f16 rows are streamed as f16");
+    ok(streams_softmax(xt, -1, TR_DTYPE_F32, &stores) && stores > 1,
+       "the rows of a transposed view too (read a tile at a time)");
+    ok(streams_softmax(x, -1, TR_DTYPE_F64, &stores) && stores > 1, "f64 rows too");
+
+    float *memory = calloc(40 * 3000, sizeof *memory);
+    struct tr_blob blob = {.data = memory, .nbytes = 40 * 3000 * sizeof *memory};
+    struct fake_file f = {0};
+    struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_arg args[2] = {tensor_arg(x), number_arg(0, true)};
+
+    d = tr_from_blob(&blob, TR_DTYPE_F32, 2, shape, NULL, TR_CPU);
+    into.tensor = d;
+    tr_op_result_into(&into);
+    r = run("softmax", args, 2);
+    tr_op_result_into(NULL);
+    double column = 0;
+    for (int i = 0; r && i < 40; i++)
+        column += memory[i * 3000 + 5];
+    ok(r && tr_tensor_shares_storage(r, d) && f.reserves == 1 && f.stores == 0 &&
+           fabs(column - 1) < 1e-5,
+       "along columns: memory reserved once and computed into");
+    tr_release(r);
+
+    f.fail = ENOSPC;
+    f.reserves = 0;
+    memset(memory, 0, 40 * 3000 * sizeof *memory);
+    tr_op_result_into(&into);
+    r = run("exp", (struct tr_arg[]){tensor_arg(x)}, 1);
+    tr_op_result_into(NULL);
+    ok(r && !tr_tensor_shares_storage(r, d) && f.reserves == 1 && memory[0] == 0 &&
+           fabs(at(r, 0, 0) - exp(v[0])) < 1e-5,
+       "a file that cannot reserve: the result is made in the pool");
+    tr_release(r);
+
+    args[1] = number_arg(-1, true);
+    f.stores = 0;
+    tr_op_result_into(&into);
+    r = run("softmax", args, 2);
+    tr_op_result_into(NULL);
+    ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "No space left") &&
+           f.stores >= 1,
+       "a failed store fails the op: %s", tr_last_error());
+    tr_release(d);
+    free(memory);
+    tr_release(xt);
+    tr_release(xt_base);
+    tr_release(x);
+    free(v);
 }
 
 /* Every op of the table has its CPU kernel: `tensorrun ops` lists nothing
@@ -330,5 +471,6 @@ int main(void)
     test_integer_to_half();
     test_softmax_narrow_tiled();
     test_result_into();
+    test_result_streamed();
     return done_testing();
 }

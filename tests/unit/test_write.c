@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,12 +145,14 @@ static void write_plain(const char *name, const struct tr_tensor *t)
     tio_output_close(out);
 }
 
-/* An output mapped and computed in place is the file a plain write makes;
- * another tensor written instead replaces what the mapping held. */
+/* An output mapped and computed in place, through memory once reserved
+ * or by stores, is the file a plain write makes; another tensor written
+ * instead replaces what the mapping held; a mapping never filled is not
+ * committed. */
 static void test_mapped_output(void)
 {
     static const char *const names[] = {"m.npy", "m.bin", "plain.npy", "plain.bin", "other.npy",
-                                        "plain-other.npy"};
+                                        "plain-other.npy", "stored.npy", "empty.npy"};
     int64_t shape[2] = {3, 4}, two = 2;
     double d[2] = {1.5, -2};
     struct tr_tensor *m, *other = tr_from_data(d, TR_DTYPE_F64, 1, &two, TR_CPU), *plain;
@@ -160,8 +163,9 @@ static void test_mapped_output(void)
         snprintf(path, sizeof path, "%s/%s", dir, names[f]);
         out = tio_output_open(path, NULL);
         m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
-        ok(m && tr_tensor_is_contiguous(m) && !(tr_tensor_flags(m) & TR_FLAG_READONLY),
-           "%s: mapped, compact and writable", names[f]);
+        ok(m && tr_tensor_is_contiguous(m) && !(tr_tensor_flags(m) & TR_FLAG_READONLY) &&
+               tio_output_reserve(out) == 0 && tio_output_reserve(out) == 0,
+           "%s: mapped, compact and writable once reserved", names[f]);
         for (int i = 0; m && i < 12; i++)
             ((float *)tr_tensor_data(m))[i] = (float)i / 4;
         ok(m && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){m},
@@ -174,8 +178,35 @@ static void test_mapped_output(void)
         write_plain(names[f + 2], plain);
         snprintf(want, sizeof want, "%s/%s", dir, names[f + 2]);
         ok(plain && same_file(path, want), "%s: the same bytes as a plain write", names[f]);
+        if (f == 0) {
+            /* the same values stored by calls, out of order, from a copy */
+            snprintf(path, sizeof path, "%s/%s", dir, names[6]);
+            out = tio_output_open(path, NULL);
+            m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
+            const char *v = plain ? tr_tensor_data(plain) : NULL;
+            ok(m && v && tio_output_store(out, 16, v + 16, 32) == 0 &&
+                   tio_output_store(out, 0, v, 16) == 0 &&
+                   tio_output_store(out, 40, v, 16) == EINVAL &&
+                   tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){m},
+                                    TR_DTYPE_COUNT, NULL) == TR_OK &&
+                   tio_output_commit(out) == TR_OK && same_file(path, want),
+               "stored by calls: the same bytes, and no store past the end");
+            tr_release(m);
+            tio_output_close(out);
+        }
         tr_release(plain);
     }
+
+    snprintf(path, sizeof path, "%s/%s", dir, names[7]);
+    out = tio_output_open(path, NULL);
+    m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
+    ok(m && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){m}, TR_DTYPE_COUNT,
+                             NULL) == TR_ERR_STATE &&
+           tio_output_commit(out) != TR_OK,
+       "a mapping neither reserved nor stored into is refused: %s", tr_last_error());
+    tr_release(m);
+    tio_output_close(out);
+    ok(access(path, F_OK) != 0, "and nothing is left in its place");
 
     snprintf(path, sizeof path, "%s/other.npy", dir);
     out = tio_output_open(path, NULL);

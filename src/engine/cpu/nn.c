@@ -15,6 +15,11 @@
  * once into a buffer (into the result itself when the result's line is a
  * compact run of the compute dtype) and its passes run there, and a longer
  * one is read again, a block at a time, for each pass.
+ *
+ * A result offered a file that is filled by calls (tr__stream_result) is
+ * streamed there when its lines are its rows (the last dimension): each
+ * thread finishes a run of its lines in a buffer of STAGE_BYTES and hands
+ * the run over in one call, so the result never lives in memory whole.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -35,6 +40,8 @@
 #define TILE 16
 #define TILE_LEN 8192
 #define TILE_PITCH(len) ((len) + 16)
+/* A thread's finished lines of a streamed result, handed over together. */
+#define STAGE_BYTES (256 * 1024)
 
 enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM };
 
@@ -55,6 +62,9 @@ struct job {
     double eps;
     const void *weight;      /* len values of the compute dtype, or NULL */
     const void *bias;
+    struct tr__store store;  /* fn not NULL: y is streamed */
+    int64_t line_bytes;      /* a line of y */
+    int64_t stage_lines;     /* lines of y a thread's stage holds */
 };
 
 /* A thread's buffers. */
@@ -66,6 +76,9 @@ struct work {
     char *tile;  /* TILE lines of the compute dtype, when tiled */
     char *raw;   /* TILE lines of x's or y's dtype, TILE_PITCH apart */
     char *sums;  /* nblocks partial sums (8 bytes each) */
+    char *stage; /* stage_lines finished lines of y, when streamed */
+    int64_t first, count; /* the lines in the stage: first .. first + count - 1 */
+    int error;   /* the errno of this thread's failed store, or 0 */
 };
 
 /* f64 squares of the values, as norm reads them */
@@ -94,9 +107,10 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
 }
 
 /*
- * line_f32 / line_f64: computes line l of job j; or, when `given` is not
- * NULL, the line whose values are there already (compact, of the compute
- * dtype), leaving its results there too.  block_*() gives a block's values:
+ * line_f32 / line_f64: computes line l of job j into its place in y, or
+ * into yline (compact, of y's dtype) when that is not NULL; or, when
+ * `given` is not NULL, the line whose values are there already (compact,
+ * of the compute dtype), leaving its results there too.  block_*() gives a block's values:
  * from the cached line, or read into w->block.
  */
 #define LINE_FN(SUF, T, LOG, SQRT)                                           \
@@ -135,7 +149,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         return (const T *)(const void *)w->block;                            \
     }                                                                        \
                                                                              \
-    static void line_##SUF(const struct job *j, int64_t l, struct work *w, T *given) \
+    static void line_##SUF(const struct job *j, int64_t l, struct work *w, T *given, \
+                           char *yline)                                      \
     {                                                                        \
         int64_t off[2], len = j->len, nb = j->nblocks;                       \
         const T *wt = j->weight, *bs = j->bias;                              \
@@ -149,7 +164,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
             return;                                                          \
         tr__iter_offsets(&j->lines, l, off);                                 \
         x = j->xbase + off[0];                                               \
-        y = j->ybase + off[1];                                               \
+        y = yline ? yline : j->ybase + off[1];                               \
         /* line: the values, when all are at hand (x itself when it is a   \
          * compact run of the compute dtype); exps: where softmax keeps    \
          * the exponentials, when it can */                                 \
@@ -354,6 +369,27 @@ static void tile_move(char *raw, char *base, const int64_t *offs, int nt, int64_
     }
 }
 
+/* Hands the lines in w's stage over to the streamed result. */
+static void stage_flush(const struct job *j, struct work *w)
+{
+    if (w->count > 0 && !w->error)
+        w->error = j->store.fn(j->store.ctx, (uint64_t)(w->first * j->line_bytes), w->stage,
+                               (size_t)(w->count * j->line_bytes));
+    w->count = 0;
+}
+
+/* Where lines l .. l + n - 1 of a streamed result are put in w's stage,
+ * which first hands over what it holds unless they follow it and fit. */
+static char *stage_place(const struct job *j, struct work *w, int64_t l, int64_t n)
+{
+    if (w->count > 0 && (l != w->first + w->count || w->count + n > j->stage_lines))
+        stage_flush(j, w);
+    if (w->count == 0)
+        w->first = l;
+    w->count += n;
+    return w->stage + (l - w->first) * j->line_bytes;
+}
+
 /* Lines l0 .. l0 + nt - 1 of a tiled job: read into the first half of
  * w->raw, computed in w->tile, written from the second half (one half
  * for both would have a wider y overwrite x rows not yet read). */
@@ -375,13 +411,20 @@ static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
         tr__cpu_cast_row(line, (int64_t)csize, j->compute, w->raw + q * pitch * (int64_t)xsize,
                          (int64_t)xsize, j->xdtype, len);
         if (j->compute == TR_DTYPE_F32)
-            line_f32(j, l0 + q, w, (float *)(void *)line);
+            line_f32(j, l0 + q, w, (float *)(void *)line, NULL);
         else
-            line_f64(j, l0 + q, w, (double *)(void *)line);
+            line_f64(j, l0 + q, w, (double *)(void *)line, NULL);
         tr__cpu_cast_row(yraw + q * pitch * (int64_t)ysize, (int64_t)ysize, j->ydtype, line,
                          (int64_t)csize, j->compute, len);
     }
-    tile_move(yraw, j->ybase, yoffs, nt, len, j->ystep, ysize, false);
+    if (j->store.fn) {
+        char *to = stage_place(j, w, l0, nt);
+        for (int q = 0; q < nt; q++)
+            yoffs[q] = q * j->line_bytes;
+        tile_move(yraw, to, yoffs, nt, len, (int64_t)ysize, ysize, false);
+    } else {
+        tile_move(yraw, j->ybase, yoffs, nt, len, j->ystep, ysize, false);
+    }
 }
 
 static void work_free(struct work *w)
@@ -393,6 +436,7 @@ static void work_free(struct work *w)
     free(w->out);
     free(w->tmp);
     free(w->sums);
+    free(w->stage);
 }
 
 static bool work_alloc(const struct job *j, struct work *w)
@@ -414,8 +458,11 @@ static bool work_alloc(const struct job *j, struct work *w)
     }
     w->tmp = malloc(BLOCK * size);
     w->sums = malloc((size_t)j->nblocks * 8);
+    if (j->store.fn)
+        w->stage = malloc((size_t)(j->stage_lines * j->line_bytes));
     if ((line && !w->line) || (!j->cached && !w->block) || (out && !w->out) ||
-        (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums) {
+        (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
+        (j->store.fn && !w->stage)) {
         work_free(w);
         return false;
     }
@@ -436,7 +483,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     void *weight = NULL, *bias = NULL;
     struct job j;
     int64_t units;
-    int d = 0, no = 0;
+    int d = 0, no = 0, store_error = 0;
     bool failed = false;
     tr_status s = TR_OK;
 
@@ -450,7 +497,10 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     else if (x->ndim > 0)
         d = x->ndim - 1; /* layer_norm and rms_norm: the last dimension */
     if (s == TR_OK) {
-        y = tr__result(out, x->storage->device);
+        /* streamed when the lines are rows short enough for a stage */
+        bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
+        y = rows ? tr__stream_result(out, x->storage->device, &j.store)
+                 : tr__result(out, x->storage->device);
         if (!y)
             s = tr_last_status();
     }
@@ -492,6 +542,10 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
               llabs(j.xstep) > (int64_t)tr_dtype_size(x->dtype) &&
               llabs(j.lines.strides[0][j.lines.ndim - 1]) < llabs(j.xstep);
     units = j.tiled ? (j.nlines + TILE - 1) / TILE : j.nlines;
+    j.line_bytes = j.len * (int64_t)tr_dtype_size(j.ydtype);
+    j.stage_lines = STAGE_BYTES / j.line_bytes;
+    if (j.stage_lines < (j.tiled ? TILE : 1))
+        j.stage_lines = j.tiled ? TILE : 1;
 
 #pragma omp parallel if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
     {
@@ -506,20 +560,34 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
         for (int64_t u = 0; u < units; u++) {
             int64_t left = j.nlines - u * TILE;
 
-            if (!have)
+            char *yline;
+
+            if (!have || w.error)
                 continue;
-            if (j.tiled)
+            if (j.tiled) {
                 tile_lines(&j, u * TILE, left < TILE ? (int)left : TILE, &w);
-            else if (j.compute == TR_DTYPE_F32)
-                line_f32(&j, u, &w, NULL);
+                continue;
+            }
+            yline = j.store.fn ? stage_place(&j, &w, u, 1) : NULL;
+            if (j.compute == TR_DTYPE_F32)
+                line_f32(&j, u, &w, NULL, yline);
             else
-                line_f64(&j, u, &w, NULL);
+                line_f64(&j, u, &w, NULL, yline);
+        }
+        if (have && j.store.fn)
+            stage_flush(&j, &w);
+        if (have && w.error) {
+#pragma omp critical(nn_store_error)
+            store_error = store_error ? store_error : w.error;
         }
         if (have)
             work_free(&w);
     }
     if (failed)
         s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's line buffers", name);
+    else if (store_error)
+        s = tr__set_error(TR_ERR_IO, "%s: cannot write the result to its file: %s", name,
+                          strerror(store_error));
 done:
     free(weight);
     free(bias);
