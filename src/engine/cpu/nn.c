@@ -110,8 +110,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
  * line_f32 / line_f64: computes line l of job j into its place in y, or
  * into yline (compact, of y's dtype) when that is not NULL; or, when
  * `given` is not NULL, the line whose values are there already (compact,
- * of the compute dtype), leaving its results there too.  block_*() gives a block's values:
- * from the cached line, or read into w->block.
+ * of the compute dtype), leaving its results there too.  block_*() gives
+ * a block's values: from the cached line, or read into w->block.
  */
 #define LINE_FN(SUF, T, LOG, SQRT)                                           \
     /* The largest value, NaN winning: eight running maxima (which the       \
