@@ -80,11 +80,11 @@ static struct tr_tensor *take_dest(void)
 struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
                                  struct tr_device device)
 {
-    if (dest_fits(out, device) &&
-        (!result_into.reserve || result_into.reserve(result_into.ctx) == 0))
-        return take_dest();
-    if (dest_fits(out, device)) /* its file cannot take the data */
-        memset(&result_into, 0, sizeof result_into);
+    if (dest_fits(out, device)) {
+        if (!result_into.reserve || result_into.reserve(result_into.ctx) == 0)
+            return take_dest();
+        memset(&result_into, 0, sizeof result_into); /* its file cannot take the data */
+    }
     return tr__empty(name, out->dtype, out->ndim, out->shape, device);
 }
 
