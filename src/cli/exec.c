@@ -458,9 +458,7 @@ static int run_stage(struct exec *x, size_t s)
         bool mapped = output_mapping(x, s, k, &into);
         tr_status ran;
 
-        tr_op_result_into(mapped ? &into : NULL);
-        ran = interp_statement(&x->env, st->statements[k], (int)s, &at);
-        tr_op_result_into(NULL);
+        ran = interp_statement(&x->env, st->statements[k], (int)s, mapped ? &into : NULL, &at);
         tr_release(into.tensor);
         if (ran != TR_OK) {
             status = exit_for_status(tr_last_status());

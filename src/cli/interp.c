@@ -250,7 +250,9 @@ static bool all_constant(const struct tr_arg *args, int n)
     return true;
 }
 
-static tr_status eval_call(struct interp *in, const struct expr *e, struct rv *results, int *n)
+/* Runs the call e; dest (when not NULL) is offered to its op's result. */
+static tr_status eval_call(struct interp *in, const struct expr *e,
+                           const struct tr_result_dest *dest, struct rv *results, int *n)
 {
     const struct tr_op_info *op = tr_op_find(e->op);
     struct rv args[TR_OP_MAX_PARAMS];
@@ -280,7 +282,9 @@ static tr_status eval_call(struct interp *in, const struct expr *e, struct rv *r
         *n = 1;
         results[0] = constant(folded);
     } else if (s == TR_OK) {
+        tr_op_result_into(dest);
         s = tr_op_run(op, pass, out);
+        tr_op_result_into(NULL);
         if (s != TR_OK) {
             fail(in, e);
         } else {
@@ -453,7 +457,7 @@ static tr_status eval(struct interp *in, const struct expr *e, struct rv *out)
     case EXPR_ATTR:
         return eval_attr(in, e, out);
     case EXPR_CALL:
-        s = eval_call(in, e, results, &n);
+        s = eval_call(in, e, NULL, results, &n);
         if (s != TR_OK)
             return s;
         for (int r = 1; r < n; r++)
@@ -471,7 +475,7 @@ static tr_status eval(struct interp *in, const struct expr *e, struct rv *out)
 /* ------------------------------------------------------------ statements */
 
 tr_status interp_statement(struct env *env, const struct statement *st, int stage,
-                           const struct expr **at)
+                           const struct tr_result_dest *dest, const struct expr **at)
 {
     struct interp in = {.env = env};
     struct rv results[TR_OP_MAX_RESULTS];
@@ -480,7 +484,7 @@ tr_status interp_statement(struct env *env, const struct statement *st, int stag
 
     memset(results, 0, sizeof results);
     if (st->value->kind == EXPR_CALL)
-        s = eval_call(&in, st->value, results, &n);
+        s = eval_call(&in, st->value, dest, results, &n);
     else
         s = eval(&in, st->value, &results[0]);
     if (s == TR_OK && (size_t)n != st->ntargets) {

@@ -108,6 +108,8 @@ struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device
 struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
                                    const struct tr_value *out)
 {
+    if (dest_fits(out, TR_CPU))
+        return NULL; /* made there, it needs no copy to reach its file */
     for (int i = 0; i < nargs; i++) {
         const struct tr_tensor *t = args[i].tensor;
         if (!args[i].consumable || !t || t->dtype != out->dtype || t->ndim != out->ndim ||

@@ -181,6 +181,27 @@ assert (np.load("q.npy") == m + 1).all()'
     [ "$(json_field direct kept)" = '["q"]' ]
 }
 
+@test "the last op of a statement computes into the output's file, not its temporaries" {
+    [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    do:
+      - y = exp(m * 0.5) * 2 + 1
+outputs: {y: y.npy}'
+    # any write(2) to the output fails: the file is filled by the add
+    # alone, in place, and nothing is copied to it afterwards
+    run --separate-stderr env TR_FAIL_WRITE=0 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        "$TENSORRUN" p.yaml --stats json
+    [ "$status" -eq 0 ]
+    close y.npy 'np.exp(m * np.float32(0.5)) * np.float32(2) + np.float32(1)' 1e-6
+    # the temporaries: one 4 MiB buffer, written over by each op but the last
+    echo "$stderr" | grep '"event":"stage"' > stats.jsonl
+    [ "$(json_field s peak_active_bytes)" -eq 4194304 ]
+    [ "$(json_field s alloc_count)" -eq 1 ]
+}
+
 @test "an output that cannot be reserved on disk is written as usual" {
     [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
     pipeline 'inputs: {m: m.npy}
