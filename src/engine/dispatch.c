@@ -88,16 +88,56 @@ struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
     return tr__empty(name, out->dtype, out->ndim, out->shape, device);
 }
 
-struct tr_tensor *tr__stream_result(const struct tr_value *out, struct tr_device device,
-                                    struct tr__store *store)
+struct tr_tensor *tr__stream_result(const char *name, const struct tr_value *out,
+                                    struct tr_device device, struct tr__store *store)
 {
     memset(store, 0, sizeof *store);
+    store->name = name;
     if (dest_fits(out, device) && result_into.store) {
         store->fn = result_into.store;
         store->ctx = result_into.ctx;
         return take_dest();
     }
-    return tr__result(out, device);
+    return tr__new_result(name, out, device);
+}
+
+tr_status tr__store_failed(const struct tr__store *store, int err)
+{
+    return tr__set_error(TR_ERR_IO, "%s: cannot write the result to its file: %s", store->name,
+                         strerror(err));
+}
+
+void tr__stage_init(struct tr__stage *st, const struct tr__store *store, uint64_t cap)
+{
+    memset(st, 0, sizeof *st);
+    st->store = store;
+    st->cap = cap;
+    st->buf = malloc((size_t)cap);
+}
+
+static void stage_flush(struct tr__stage *st)
+{
+    if (st->used > 0 && !st->err)
+        st->err = st->store->fn(st->store->ctx, st->first, st->buf, (size_t)st->used);
+    st->used = 0;
+}
+
+char *tr__stage_place(struct tr__stage *st, uint64_t at, uint64_t n)
+{
+    if (st->used > 0 && (at != st->first + st->used || st->used + n > st->cap))
+        stage_flush(st);
+    if (st->used == 0)
+        st->first = at;
+    st->used += n;
+    return st->buf + (at - st->first);
+}
+
+int tr__stage_finish(struct tr__stage *st)
+{
+    stage_flush(st);
+    free(st->buf);
+    st->buf = NULL;
+    return st->err;
 }
 
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)

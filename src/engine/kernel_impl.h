@@ -25,19 +25,42 @@ struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
                                  struct tr_device device);
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
 
-/* How a streamed result's bytes are written (tr_result_dest.store). */
+/* How a streamed result's bytes are written (tr_result_dest.store), and
+ * the op's name for the error of a failed call. */
 struct tr__store {
     int (*fn)(void *ctx, uint64_t offset, const void *src, size_t n);
     void *ctx;
+    const char *name;
 };
 
-/* tr__result for a kernel that can hand its result over a run of lines
- * at a time: when the offered destination fits and is filled by calls,
- * its handle, with *store set, and the kernel writes every byte through
- * store->fn rather than into the tensor's memory; otherwise tr__result's
- * tensor, with store->fn NULL. */
-struct tr_tensor *tr__stream_result(const struct tr_value *out, struct tr_device device,
-                                    struct tr__store *store);
+/* tr__new_result for a kernel that can hand its result over a run at a
+ * time, in order: when the offered destination fits and is filled by
+ * calls, its handle, with *store set, and the kernel writes every byte
+ * through store->fn rather than into the tensor's memory; otherwise
+ * tr__new_result's tensor, with store->fn NULL. */
+struct tr_tensor *tr__stream_result(const char *name, const struct tr_value *out,
+                                    struct tr_device device, struct tr__store *store);
+/* The error of a store that failed with errno err. */
+tr_status tr__store_failed(const struct tr__store *store, int err);
+
+/* A thread's results of a streamed kernel gathered before one store: up
+ * to cap bytes, from byte `first` of the result on; err is the errno of
+ * its failed store (no more is stored after one), or 0. */
+struct tr__stage {
+    const struct tr__store *store;
+    char *buf;
+    uint64_t cap, first, used;
+    int err;
+};
+
+/* A stage of cap bytes for store (buf NULL when out of memory). */
+void tr__stage_init(struct tr__stage *st, const struct tr__store *store, uint64_t cap);
+/* Where the n bytes at byte offset `at` of the result go: in the stage,
+ * which first hands over what it holds unless they follow it and fit
+ * (n <= cap). */
+char *tr__stage_place(struct tr__stage *st, uint64_t at, uint64_t n);
+/* Hands over what the stage holds and frees it; returns its errno. */
+int tr__stage_finish(struct tr__stage *st);
 
 /* A result for out written over one of the nargs arguments, when one is
  * consumable (tensorrun_ops.h) and can take it: the only handle of a
@@ -87,6 +110,11 @@ typedef void (*tr__block_fn)(char *out, const char *const *in, int64_t n, const 
 tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                   const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,
                   tr__block_fn fn, const void *ctx);
+/* tr__map for a result that is streamed (store->fn not NULL; out is then
+ * never written through memory) or not (store NULL or its fn NULL). */
+tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
+                         enum tr_dtype out_compute, const struct tr_tensor *const *in, int nin,
+                         enum tr_dtype in_compute, tr__block_fn fn, const void *ctx);
 
 /* Converts n values at src (stepping ss bytes) of dtype from into dst
  * (stepping ds bytes) of dtype to, by tr_copy_into's rules. */

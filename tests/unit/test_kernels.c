@@ -275,28 +275,27 @@ static int fake_store(void *ctx, uint64_t offset, const void *src, size_t n)
     return 0;
 }
 
-/* softmax of x offered a destination filled by calls: true when the
+/* Op name on args offered a destination filled by calls: true when the
  * result is the destination's, every byte came by calls (equal to the
  * result made without the offer), none went into its memory, and memory
  * was never reserved. */
-static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dtype,
-                            int *stores)
+static bool streams(const char *name, const struct tr_arg *args, int nargs, int *stores)
 {
-    struct tr_tensor *xs = tr_cast(x, dtype), *plain, *r, *d;
-    size_t size = (size_t)tr_tensor_numel(x) * tr_dtype_size(dtype);
+    struct tr_tensor *plain = run(name, args, nargs), *r, *d;
+    size_t size = plain ? (size_t)tr_tensor_nbytes(plain) : 1;
     char *memory = malloc(size), *got = calloc(1, size);
     struct tr_blob blob = {.data = memory, .nbytes = size};
     struct fake_file f = {.got = got, .size = size};
     struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
-    struct tr_arg args[2] = {tensor_arg(xs), number_arg(dim, true)};
     bool good;
 
     memset(memory, 0x5a, size);
-    d = tr_from_blob(&blob, dtype, tr_tensor_ndim(x), tr_tensor_shape(x), NULL, TR_CPU);
-    plain = run("softmax", args, 2);
+    d = plain ? tr_from_blob(&blob, tr_tensor_dtype(plain), tr_tensor_ndim(plain),
+                             tr_tensor_shape(plain), NULL, TR_CPU)
+              : NULL;
     into.tensor = d;
     tr_op_result_into(&into);
-    r = run("softmax", args, 2);
+    r = d ? run(name, args, nargs) : NULL;
     tr_op_result_into(NULL);
     good = plain && r && tr_tensor_shares_storage(r, d) && f.reserves == 0 &&
            memcmp(got, tr_tensor_data(plain), size) == 0;
@@ -306,16 +305,28 @@ static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dt
     tr_release(r);
     tr_release(plain);
     tr_release(d);
-    tr_release(xs);
     free(got);
     free(memory);
     return good;
 }
 
+/* streams() for softmax of x as dtype along dim. */
+static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dtype,
+                            int *stores)
+{
+    struct tr_tensor *xs = tr_cast(x, dtype);
+    bool good = streams("softmax", (struct tr_arg[]){tensor_arg(xs), number_arg(dim, true)}, 2,
+                        stores);
+
+    tr_release(xs);
+    return good;
+}
+
 /* A softmax along rows offered a file filled by calls streams its rows
  * there, a stage of lines per call, in f32 and f16 and from a transposed
- * view; along columns it reserves memory instead, and a file that cannot
- * take the data gets nothing. */
+ * view, and so do the elementwise ops; softmax along columns reserves
+ * memory instead; a file that cannot reserve gets nothing, and one whose
+ * store fails fails the op. */
 static void test_result_streamed(void)
 {
     int64_t shape[2] = {40, 3000}, tshape[2] = {3000, 40};
@@ -336,6 +347,27 @@ static void test_result_streamed(void)
     ok(streams_softmax(xt, -1, TR_DTYPE_F32, &stores) && stores > 1,
        "the rows of a transposed view too (read a tile at a time)");
     ok(streams_softmax(x, -1, TR_DTYPE_F64, &stores) && stores > 1, "f64 rows too");
+
+    /* elementwise: blocks gathered a stage at a time, in every form */
+    struct tr_tensor *h = tr_cast(x, TR_DTYPE_F16), *row = tr_select(x, 0, 3);
+    streamed = streams("mul", (struct tr_arg[]){tensor_arg(x), number_arg(2, false)}, 2, &stores);
+    ok(streamed && stores > 1 && stores < 40, "mul streams (%d calls)", stores);
+    ok(streams("add", (struct tr_arg[]){tensor_arg(h), tensor_arg(row)}, 2, &stores),
+       "add of f16 and a broadcast f32 row streams");
+    ok(streams("mul", (struct tr_arg[]){tensor_arg(h), number_arg(3, false)}, 2, &stores),
+       "an f16 result streams as f16");
+    ok(streams("gt", (struct tr_arg[]){tensor_arg(xt), number_arg(0, false)}, 2, &stores),
+       "a comparison of a transposed view streams bools");
+    ok(streams("exp", (struct tr_arg[]){tensor_arg(xt)}, 1, &stores), "a unary op streams");
+    ok(streams("where", (struct tr_arg[]){tensor_arg(x), tensor_arg(row), number_arg(0, false)},
+               3, &stores),
+       "where streams");
+    ok(streams("clamp", (struct tr_arg[]){tensor_arg(x), number_arg(-1, false),
+                                          number_arg(1, false)},
+               3, &stores),
+       "clamp streams");
+    tr_release(row);
+    tr_release(h);
 
     float *memory = calloc(40 * 3000, sizeof *memory);
     struct tr_blob blob = {.data = memory, .nbytes = 40 * 3000 * sizeof *memory};
@@ -360,10 +392,13 @@ static void test_result_streamed(void)
     f.reserves = 0;
     memset(memory, 0, 40 * 3000 * sizeof *memory);
     tr_op_result_into(&into);
-    r = run("exp", (struct tr_arg[]){tensor_arg(x)}, 1);
+    r = run("softmax", args, 2);
     tr_op_result_into(NULL);
-    ok(r && !tr_tensor_shares_storage(r, d) && f.reserves == 1 && memory[0] == 0 &&
-           fabs(at(r, 0, 0) - exp(v[0])) < 1e-5,
+    column = 0;
+    for (int i = 0; r && i < 40; i++)
+        column += at(r, i, 5);
+    ok(r && !tr_tensor_shares_storage(r, d) && f.reserves == 1 && memory[5] == 0 &&
+           fabs(column - 1) < 1e-5,
        "a file that cannot reserve: the result is made in the pool");
     tr_release(r);
 
@@ -375,6 +410,13 @@ static void test_result_streamed(void)
     ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "No space left") &&
            f.stores >= 1,
        "a failed store fails the op: %s", tr_last_error());
+    f.stores = 0;
+    tr_op_result_into(&into);
+    r = run("add", (struct tr_arg[]){tensor_arg(x), number_arg(1, false)}, 2);
+    tr_op_result_into(NULL);
+    ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "add: cannot write") &&
+           f.stores >= 1,
+       "and so does an elementwise op's: %s", tr_last_error());
     tr_release(d);
     free(memory);
     tr_release(xt);

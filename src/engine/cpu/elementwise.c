@@ -145,6 +145,7 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     const char *name = op->info.name;
     bool predicate = op->rule == TR__RULE_PREDICATE;
     struct tr_tensor *x, *y = NULL;
+    struct tr__store store = {0}; /* fn not NULL: y is streamed */
     enum tr_dtype in_compute, out_compute;
     const struct loops *l;
     tr__block_fn fn;
@@ -173,8 +174,9 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
         return tr__set_error(TR_ERR_STATE, "%s: no loop for %s", name, tr_dtype_name(in_compute));
     }
     if (!y)
-        y = tr__result(out, x->storage->device);
-    s = y ? tr__map(y, out_compute, (const struct tr_tensor *const[]){x}, 1, in_compute, fn, NULL)
+        y = tr__stream_result(name, out, x->storage->device, &store);
+    s = y ? tr__map_stream(y, &store, out_compute, (const struct tr_tensor *const[]){x}, 1,
+                           in_compute, fn, NULL)
           : tr_last_status();
     tr_release(x);
     if (s != TR_OK) {
@@ -308,6 +310,7 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     const struct loops *l = find_loops(binary_loops, op->info.name);
     tr__block_fn fn = l ? pick(l, compute) : NULL;
     struct tr_tensor *a, *b, *y = NULL;
+    struct tr__store store = {0}; /* fn not NULL: y is streamed */
     tr_status s;
 
     TR_RETURN_ERROR_IF(!fn, TR_ERR_STATE, "%s: no loop for %s", op->info.name,
@@ -317,11 +320,13 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     a = tr__operand(&args[0], out->dtype, compute);
     b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
     if (b && !y)
-        y = tr__result(out, a->storage->device.kind == TR_DEV_CPU ? a->storage->device
-                                                                   : b->storage->device);
+        y = tr__stream_result(op->info.name, out,
+                              a->storage->device.kind == TR_DEV_CPU ? a->storage->device
+                                                                     : b->storage->device,
+                              &store);
     if (a && b && y)
-        s = tr__map(y, to_bool ? TR_DTYPE_BOOL : compute, (const struct tr_tensor *const[]){a, b},
-                    2, compute, fn, NULL);
+        s = tr__map_stream(y, &store, to_bool ? TR_DTYPE_BOOL : compute,
+                           (const struct tr_tensor *const[]){a, b}, 2, compute, fn, NULL);
     else
         s = tr_last_status();
     tr_release(a);
@@ -393,6 +398,7 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     bool where = op->rule == TR__RULE_WHERE;
     struct tr_tensor *in[3] = {NULL, NULL, NULL}, *y = NULL;
+    struct tr__store store = {0}; /* fn not NULL: y is streamed */
     int n = 0, which = 0;
     tr_status s = TR_OK;
 
@@ -414,15 +420,18 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
     }
     if (s == TR_OK)
         y = tr__reuse_result(args + where, 3 - where, out);
-    if (s == TR_OK && !y)
+    /* clamp without bounds copies through memory */
+    if (s == TR_OK && !y && !where && which == 0)
         y = tr__result(out, in[0]->storage->device);
+    else if (s == TR_OK && !y)
+        y = tr__stream_result(op->info.name, out, in[0]->storage->device, &store);
     if (s == TR_OK && !y)
         s = tr_last_status();
     if (s == TR_OK && !where && which == 0)
-        s = tr_copy_into(y, in[0]); /* clamp without bounds */
+        s = tr_copy_into(y, in[0]);
     else if (s == TR_OK)
-        s = tr__map(y, compute, (const struct tr_tensor *const *)in, n, compute,
-                    pick(where ? &where_loops : &clamp_loops, compute), &which);
+        s = tr__map_stream(y, &store, compute, (const struct tr_tensor *const *)in, n, compute,
+                           pick(where ? &where_loops : &clamp_loops, compute), &which);
     for (int i = 0; i < n; i++)
         tr_release(in[i]);
     if (s != TR_OK) {

@@ -1,7 +1,10 @@
 /*
  * cpu/map.c - the blocked elementwise loop: broadcast operands read a
  * block at a time into compute-typed buffers (or used in place when they
- * already are such a block), a function applied, the block stored.
+ * already are such a block), a function applied, the block stored: into
+ * the result's memory, or, for a streamed result, into the thread's stage
+ * (each thread's blocks follow one another in the result, so a stage
+ * fills with one run and is handed over in one call).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +16,19 @@
 #define MAP_BLOCK 2048
 #define MAP_OPERANDS (1 + 3)
 #define PARALLEL_ELEMENTS 32768
+/* A thread's stored blocks of a streamed result, handed over together. */
+#define STAGE_BYTES (256 * 1024)
 
 tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                   const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,
                   tr__block_fn fn, const void *ctx)
+{
+    return tr__map_stream(out, NULL, out_compute, in, nin, in_compute, fn, ctx);
+}
+
+tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
+                         enum tr_dtype out_compute, const struct tr_tensor *const *in, int nin,
+                         enum tr_dtype in_compute, tr__block_fn fn, const void *ctx)
 {
     struct tr_tensor *views[MAP_OPERANDS - 1] = {NULL};
     int64_t strides[MAP_OPERANDS][TR_MAX_DIMS];
@@ -26,6 +38,9 @@ tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
     struct tr__iter it;
     int64_t rows, len, chunks, blocks, inner[MAP_OPERANDS];
     size_t in_size = tr_dtype_size(in_compute), out_size = tr_dtype_size(out_compute);
+    int64_t item = (int64_t)tr_dtype_size(out->dtype);
+    bool streamed = store && store->fn, failed = false;
+    int store_error = 0;
     char *out_base;
     tr_status s = TR_OK;
 
@@ -65,15 +80,25 @@ tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
          * not once per block */
         const char *filled[MAP_OPERANDS] = {NULL};
         int64_t filled_n[MAP_OPERANDS] = {0};
+        struct tr__stage stage = {0};
 
+        if (streamed) {
+            tr__stage_init(&stage, store, STAGE_BYTES);
+            if (!stage.buf) {
+#pragma omp atomic write
+                failed = true;
+            }
+        }
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < blocks; b++) {
             int64_t row = b / chunks, start = b % chunks * MAP_BLOCK;
             int64_t n = len - start < MAP_BLOCK ? len - start : MAP_BLOCK;
-            int64_t off[MAP_OPERANDS];
+            int64_t off[MAP_OPERANDS], step = inner[0];
             const char *args[MAP_OPERANDS - 1];
             char *dst;
 
+            if (streamed && (!stage.buf || stage.err))
+                continue;
             tr__iter_row_offsets(&it, row, off);
             for (int k = 1; k <= nin; k++) {
                 const char *src = bases[k] + off[k] + start * inner[k];
@@ -91,16 +116,32 @@ tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                     args[k - 1] = buffers[k];
                 }
             }
-            dst = out_base + off[0] + start * inner[0];
-            if (dtypes[0] == out_compute && inner[0] == (int64_t)out_size) {
+            if (streamed) {
+                /* out is compact: a row's values follow one another */
+                step = item;
+                dst = tr__stage_place(&stage, (uint64_t)(off[0] + start * item),
+                                      (uint64_t)(n * item));
+            } else {
+                dst = out_base + off[0] + start * inner[0];
+            }
+            if (dtypes[0] == out_compute && step == (int64_t)out_size) {
                 fn(dst, args, n, ctx);
             } else {
                 fn(buffers[0], args, n, ctx);
-                tr__cpu_cast_row(dst, inner[0], dtypes[0], buffers[0], (int64_t)out_size,
+                tr__cpu_cast_row(dst, step, dtypes[0], buffers[0], (int64_t)out_size,
                                  out_compute, n);
             }
         }
+        int err = stage.buf ? tr__stage_finish(&stage) : 0;
+        if (err) {
+#pragma omp critical(map_store_error)
+            store_error = store_error ? store_error : err;
+        }
     }
+    if (failed)
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's stage", store->name);
+    else if (store_error)
+        s = tr__store_failed(store, store_error);
 done:
     for (int k = 0; k < nin; k++)
         tr_release(views[k]);

@@ -76,9 +76,7 @@ struct work {
     char *tile;  /* TILE lines of the compute dtype, when tiled */
     char *raw;   /* TILE lines of x's or y's dtype, TILE_PITCH apart */
     char *sums;  /* nblocks partial sums (8 bytes each) */
-    char *stage; /* stage_lines finished lines of y, when streamed */
-    int64_t first, count; /* the lines in the stage: first .. first + count - 1 */
-    int error;   /* the errno of this thread's failed store, or 0 */
+    struct tr__stage stage; /* stage_lines finished lines of y, when streamed */
 };
 
 /* f64 squares of the values, as norm reads them */
@@ -369,25 +367,10 @@ static void tile_move(char *raw, char *base, const int64_t *offs, int nt, int64_
     }
 }
 
-/* Hands the lines in w's stage over to the streamed result. */
-static void stage_flush(const struct job *j, struct work *w)
+/* Where lines l .. l + n - 1 of a streamed result go in w's stage. */
+static char *stage_lines(const struct job *j, struct work *w, int64_t l, int64_t n)
 {
-    if (w->count > 0 && !w->error)
-        w->error = j->store.fn(j->store.ctx, (uint64_t)(w->first * j->line_bytes), w->stage,
-                               (size_t)(w->count * j->line_bytes));
-    w->count = 0;
-}
-
-/* Where lines l .. l + n - 1 of a streamed result are put in w's stage,
- * which first hands over what it holds unless they follow it and fit. */
-static char *stage_place(const struct job *j, struct work *w, int64_t l, int64_t n)
-{
-    if (w->count > 0 && (l != w->first + w->count || w->count + n > j->stage_lines))
-        stage_flush(j, w);
-    if (w->count == 0)
-        w->first = l;
-    w->count += n;
-    return w->stage + (l - w->first) * j->line_bytes;
+    return tr__stage_place(&w->stage, (uint64_t)(l * j->line_bytes), (uint64_t)(n * j->line_bytes));
 }
 
 /* Lines l0 .. l0 + nt - 1 of a tiled job: read into the first half of
@@ -418,7 +401,7 @@ static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
                          (int64_t)csize, j->compute, len);
     }
     if (j->store.fn) {
-        char *to = stage_place(j, w, l0, nt);
+        char *to = stage_lines(j, w, l0, nt);
         for (int q = 0; q < nt; q++)
             yoffs[q] = q * j->line_bytes;
         tile_move(yraw, to, yoffs, nt, len, (int64_t)ysize, ysize, false);
@@ -436,7 +419,7 @@ static void work_free(struct work *w)
     free(w->out);
     free(w->tmp);
     free(w->sums);
-    free(w->stage);
+    free(w->stage.buf);
 }
 
 static bool work_alloc(const struct job *j, struct work *w)
@@ -459,10 +442,10 @@ static bool work_alloc(const struct job *j, struct work *w)
     w->tmp = malloc(BLOCK * size);
     w->sums = malloc((size_t)j->nblocks * 8);
     if (j->store.fn)
-        w->stage = malloc((size_t)(j->stage_lines * j->line_bytes));
+        tr__stage_init(&w->stage, &j->store, (uint64_t)(j->stage_lines * j->line_bytes));
     if ((line && !w->line) || (!j->cached && !w->block) || (out && !w->out) ||
         (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
-        (j->store.fn && !w->stage)) {
+        (j->store.fn && !w->stage.buf)) {
         work_free(w);
         return false;
     }
@@ -499,7 +482,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (s == TR_OK) {
         /* streamed when the lines are rows short enough for a stage */
         bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
-        y = rows ? tr__stream_result(out, x->storage->device, &j.store)
+        y = rows ? tr__stream_result(name, out, x->storage->device, &j.store)
                  : tr__result(out, x->storage->device);
         if (!y)
             s = tr_last_status();
@@ -562,23 +545,22 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
 
             char *yline;
 
-            if (!have || w.error)
+            if (!have || w.stage.err)
                 continue;
             if (j.tiled) {
                 tile_lines(&j, u * TILE, left < TILE ? (int)left : TILE, &w);
                 continue;
             }
-            yline = j.store.fn ? stage_place(&j, &w, u, 1) : NULL;
+            yline = j.store.fn ? stage_lines(&j, &w, u, 1) : NULL;
             if (j.compute == TR_DTYPE_F32)
                 line_f32(&j, u, &w, NULL, yline);
             else
                 line_f64(&j, u, &w, NULL, yline);
         }
-        if (have && j.store.fn)
-            stage_flush(&j, &w);
-        if (have && w.error) {
+        int err = have && j.store.fn ? tr__stage_finish(&w.stage) : 0;
+        if (err) {
 #pragma omp critical(nn_store_error)
-            store_error = store_error ? store_error : w.error;
+            store_error = store_error ? store_error : err;
         }
         if (have)
             work_free(&w);
@@ -586,8 +568,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (failed)
         s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's line buffers", name);
     else if (store_error)
-        s = tr__set_error(TR_ERR_IO, "%s: cannot write the result to its file: %s", name,
-                          strerror(store_error));
+        s = tr__store_failed(&j.store, store_error);
 done:
     free(weight);
     free(bias);
