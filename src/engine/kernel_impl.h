@@ -43,6 +43,10 @@ struct tr_tensor *tr__stream_result(const char *name, const struct tr_value *out
 /* The error of a store that failed with errno err. */
 tr_status tr__store_failed(const struct tr__store *store, int err);
 
+/* The bytes of a thread's stage: runs of about this much go in one store,
+ * and it stays in the core's cache while it fills. */
+#define TR__STAGE_BYTES (256 * 1024)
+
 /* A thread's results of a streamed kernel gathered before one store: up
  * to cap bytes, from byte `first` of the result on; err is the errno of
  * its failed store (no more is stored after one), or 0. */

@@ -16,8 +16,6 @@
 #define MAP_BLOCK 2048
 #define MAP_OPERANDS (1 + 3)
 #define PARALLEL_ELEMENTS 32768
-/* A thread's stored blocks of a streamed result, handed over together. */
-#define STAGE_BYTES (256 * 1024)
 
 tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                   const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,
@@ -83,7 +81,7 @@ tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
         struct tr__stage stage = {0};
 
         if (streamed) {
-            tr__stage_init(&stage, store, STAGE_BYTES);
+            tr__stage_init(&stage, store, TR__STAGE_BYTES);
             if (!stage.buf) {
 #pragma omp atomic write
                 failed = true;

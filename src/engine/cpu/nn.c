@@ -18,8 +18,9 @@
  *
  * A result offered a file that is filled by calls (tr__stream_result) is
  * streamed there when its lines are its rows (the last dimension): each
- * thread finishes a run of its lines in a buffer of STAGE_BYTES and hands
- * the run over in one call, so the result never lives in memory whole.
+ * thread finishes a run of its lines in its stage (TR__STAGE_BYTES) and
+ * hands the run over in one call, so the result never lives in memory
+ * whole.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -40,8 +41,6 @@
 #define TILE 16
 #define TILE_LEN 8192
 #define TILE_PITCH(len) ((len) + 16)
-/* A thread's finished lines of a streamed result, handed over together. */
-#define STAGE_BYTES (256 * 1024)
 
 enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM };
 
@@ -526,7 +525,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
               llabs(j.lines.strides[0][j.lines.ndim - 1]) < llabs(j.xstep);
     units = j.tiled ? (j.nlines + TILE - 1) / TILE : j.nlines;
     j.line_bytes = j.len * (int64_t)tr_dtype_size(j.ydtype);
-    j.stage_lines = STAGE_BYTES / j.line_bytes;
+    j.stage_lines = TR__STAGE_BYTES / j.line_bytes;
     if (j.stage_lines < (j.tiled ? TILE : 1))
         j.stage_lines = j.tiled ? TILE : 1;
 
