@@ -24,7 +24,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK"
 cd "$WORK"
 if [ -z "${OUTDIR:-}" ]; then
-    [ -d /dev/shm ] && [ -w /dev/shm ] && OUTDIR=$(mktemp -d /dev/shm/tensorrun-exec-bench.XXXXXX) || OUTDIR=$WORK
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+        OUTDIR=$(mktemp -d /dev/shm/tensorrun-exec-bench.XXXXXX)
+        # the outputs live in memory: gone however the script ends
+        trap 'rm -rf "$OUTDIR"' EXIT
+    else
+        OUTDIR=$WORK
+    fi
 fi
 HAVE_TORCH=0
 "$PY" -c 'import torch' 2> /dev/null && HAVE_TORCH=1

@@ -20,7 +20,13 @@ PY=/usr/bin/python3
 mkdir -p "$WORK"
 cd "$WORK"
 if [ -z "${OUTDIR:-}" ]; then
-    [ -d /dev/shm ] && [ -w /dev/shm ] && OUTDIR=$(mktemp -d /dev/shm/tensorrun-io-bench.XXXXXX) || OUTDIR=$WORK
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+        OUTDIR=$(mktemp -d /dev/shm/tensorrun-io-bench.XXXXXX)
+        # the outputs live in memory: gone however the script ends
+        trap 'rm -rf "$OUTDIR"' EXIT
+    else
+        OUTDIR=$WORK
+    fi
 fi
 
 if [ ! -f big.npy ]; then
