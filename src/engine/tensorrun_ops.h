@@ -156,8 +156,8 @@ tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
  * made elsewhere), or store(ctx, offset, src, n) instead, which writes n
  * bytes at byte offset from element 0 by a call (0 or an errno), from any
  * thread.  Kernels that finish their result in runs, in order (the
- * elementwise and the row-wise ops) store; the others reserve.  Both
- * NULL: the memory is ready.
+ * elementwise ops, and the row-wise ones along the last dimension) store;
+ * the others reserve.  Both NULL: the memory is ready.
  */
 struct tr_result_dest {
     struct tr_tensor *tensor;

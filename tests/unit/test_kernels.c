@@ -10,6 +10,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "tensorrun_ops.h"
 #include "op_test.h"
 #include "tap.h"
@@ -332,7 +334,10 @@ static void test_result_streamed(void)
     int64_t shape[2] = {40, 3000}, tshape[2] = {3000, 40};
     float *v = malloc(40 * 3000 * sizeof *v);
     struct tr_tensor *x, *xt_base, *xt, *r, *d;
-    int stores = 0;
+    int stores = 0, threads = omp_get_max_threads();
+
+    /* two threads: each hands its half over in one or two stages */
+    omp_set_num_threads(2);
 
     for (int i = 0; i < 40 * 3000; i++)
         v[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f;
@@ -423,6 +428,7 @@ static void test_result_streamed(void)
     tr_release(xt_base);
     tr_release(x);
     free(v);
+    omp_set_num_threads(threads);
 }
 
 /* Every op of the table has its CPU kernel: `tensorrun ops` lists nothing

@@ -211,10 +211,11 @@ static void test_mapped_output(void)
     snprintf(path, sizeof path, "%s/other.npy", dir);
     out = tio_output_open(path, NULL);
     m = out ? tio_output_map(out, TR_DTYPE_F32, 2, shape) : NULL;
-    ok(m && tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){other}, TR_DTYPE_COUNT,
-                             NULL) == TR_OK &&
+    ok(m && tio_output_reserve(out) == 0 &&
+           tio_output_write(out, 1, NULL, (const struct tr_tensor *const[]){other}, TR_DTYPE_COUNT,
+                            NULL) == TR_OK &&
            tio_output_commit(out) == TR_OK,
-       "mapped, then another tensor written instead");
+       "mapped and reserved, then another tensor written instead");
     tr_release(m);
     tio_output_close(out);
     write_plain("plain-other.npy", other);
