@@ -41,8 +41,8 @@ bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 /* Installs the SIGINT/SIGTERM handler (temporary files removed, exit 130)
  * and ignores SIGPIPE, so that a closed pipe is a write error (exit 4). */
 void catch_interrupts(void);
-/* From now on SIGINT and SIGTERM wait until the process ends: for the
- * moment outputs are renamed into place. */
+/* From now on SIGINT and SIGTERM wait until the process ends, whichever
+ * thread takes them: for the moment outputs are renamed into place. */
 void hold_interrupts(void);
 
 struct overrides;

@@ -118,10 +118,18 @@ bool parse_size(const char *text, uint64_t *out)
     return false;
 }
 
-/* SIGINT and SIGTERM: no temporary file survives, no output is replaced. */
+/* Set once the outputs are being renamed into place. */
+static volatile sig_atomic_t holding;
+
+/* SIGINT and SIGTERM: no temporary file survives, no output is replaced;
+ * or, once the renames have begun, all of them finish.  The main thread
+ * blocks the signals then, but another thread (an idle OpenMP worker)
+ * may still be the one that takes them. */
 static void on_interrupt(int sig)
 {
     (void)sig;
+    if (holding)
+        return;
     tio_remove_temporaries();
     _exit(EXIT_INTERRUPTED);
 }
@@ -142,6 +150,7 @@ void hold_interrupts(void)
 {
     sigset_t set;
 
+    holding = 1;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);

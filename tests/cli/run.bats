@@ -541,6 +541,28 @@ outputs: {y: y.npy}'
     no_temporaries
 }
 
+@test "SIGINT while the outputs are renamed into place: all of them are, whichever thread takes it" {
+    [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
+    echo old > y.npy
+    echo old > z.npy
+    pipeline 'inputs: {m: m.npy}
+stages:
+  - name: s
+    do:
+      - y = softmax(m, dim=-1)
+      - z = m * 2
+outputs: {y: y.npy, z: z.npy}'
+    # the signal comes at the second rename, when the main thread holds
+    # interrupts and only the idle worker threads can take it
+    run --separate-stderr env TR_INTERRUPT_RENAME=2 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        "$TENSORRUN" p.yaml -q --threads 2
+    [ "$status" -eq 0 ]
+    close z.npy 'm * 2'
+    "$PY" -c 'import numpy as np; assert np.load("y.npy").shape == (1024, 1024)'
+    no_temporaries
+}
+
 @test "--progress: once a stage has run a second, a line names it and its statement" {
     long_pipeline
     "$TENSORRUN" p.yaml --progress --stats none --threads 1 2> forced & forced=$!

@@ -10,6 +10,9 @@
  *   TR_FAIL_CLOSE=1    close(2) of a descriptor above 2 fails with EIO
  *                      (after closing it, as Linux does)
  *   TR_FAIL_RENAME=1   rename(2) fails with EXDEV
+ *   TR_INTERRUPT_RENAME=N  the Nth rename(2) first sends the process SIGINT
+ *                      and gives a signal handler 200 ms to run (an
+ *                      interruption while outputs are renamed into place)
  *   TR_FAIL_FALLOCATE=1  posix_fallocate(3) fails with ENOSPC (a file that
  *                      cannot be mapped and computed in place)
  *   TR_FAIL_CREATE=1   mkostemp(3) fails with EACCES: a directory that is
@@ -20,7 +23,9 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static atomic_llong written, pwritten;
@@ -96,12 +101,18 @@ int close(int fd)
 int rename(const char *from, const char *to)
 {
     static int (*real)(const char *, const char *);
+    static atomic_llong renames;
 
     if (!real)
         real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "rename");
     if (limit("TR_FAIL_RENAME") == 1) {
         errno = EXDEV;
         return -1;
+    }
+    if (atomic_fetch_add(&renames, 1) + 1 == limit("TR_INTERRUPT_RENAME")) {
+        struct timespec wait = {0, 200 * 1000 * 1000};
+        kill(getpid(), SIGINT);
+        nanosleep(&wait, NULL);
     }
     return real(from, to);
 }
