@@ -132,12 +132,17 @@ char *tr__stage_place(struct tr__stage *st, uint64_t at, uint64_t n)
     return st->buf + (at - st->first);
 }
 
-int tr__stage_finish(struct tr__stage *st)
+void tr__stage_finish(struct tr__stage *st, atomic_int *first_error)
 {
+    int none = 0;
+
+    if (!st->buf)
+        return;
     stage_flush(st);
     free(st->buf);
     st->buf = NULL;
-    return st->err;
+    if (st->err)
+        atomic_compare_exchange_strong(first_error, &none, st->err);
 }
 
 struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)

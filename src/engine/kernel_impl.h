@@ -63,8 +63,10 @@ void tr__stage_init(struct tr__stage *st, const struct tr__store *store, uint64_
  * which first hands over what it holds unless they follow it and fit
  * (n <= cap). */
 char *tr__stage_place(struct tr__stage *st, uint64_t at, uint64_t n);
-/* Hands over what the stage holds and frees it; returns its errno. */
-int tr__stage_finish(struct tr__stage *st);
+/* Hands over what the stage holds and frees it (NULL buf: nothing to
+ * do); its errno, if any, goes into *first_error unless an errno of
+ * another thread's stage is there already. */
+void tr__stage_finish(struct tr__stage *st, atomic_int *first_error);
 
 /* A result for out written over one of the nargs arguments, when one is
  * consumable (tensorrun_ops.h) and can take it: the only handle of a

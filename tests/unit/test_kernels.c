@@ -16,18 +16,6 @@
 #include "op_test.h"
 #include "tap.h"
 
-static struct tr_arg number_arg(double x, bool integer)
-{
-    struct tr_arg a;
-
-    memset(&a, 0, sizeof a);
-    a.value.kind = integer ? TR_VALUE_INT : TR_VALUE_FLOAT;
-    a.value.integer = (int64_t)x;
-    a.value.number = x;
-    a.value.known = a.value.weak = true;
-    return a;
-}
-
 static double at(const struct tr_tensor *t, int64_t i, int64_t j)
 {
     int64_t index[2] = {i, j};
@@ -49,14 +37,14 @@ static void test_binary(void)
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && at(r, 1, 2) == 36 && at(r, 0, 0) == 11,
        "add broadcasts [2,3] + [3]");
     tr_release(r);
-    r = run("mul", (struct tr_arg[]){tensor_arg(ta), number_arg(2.5, false)}, 2);
+    r = run("mul", (struct tr_arg[]){tensor_arg(ta), float_arg(2.5)}, 2);
     ok(r && at(r, 1, 1) == 12.5, "a weak scalar multiplies");
     tr_release(r);
-    r = run("lt", (struct tr_arg[]){tensor_arg(ta), number_arg(3, true)}, 2);
+    r = run("lt", (struct tr_arg[]){tensor_arg(ta), int_arg(3)}, 2);
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_BOOL && at(r, 0, 1) == 1 && at(r, 0, 2) == 0,
        "comparison gives bool");
     tr_release(r);
-    r = run("div", (struct tr_arg[]){number_arg(7, true), tensor_arg(tb)}, 2);
+    r = run("div", (struct tr_arg[]){int_arg(7), tensor_arg(tb)}, 2);
     ok(r && fabs(at(r, 0, 0) - 0.7) < 1e-6, "a number divided by a tensor");
     tr_release(r);
     tr_release(tb);
@@ -73,10 +61,10 @@ static void test_integers(void)
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_I8 && at(r, 0, 0) == -56 && at(r, 0, 1) == 56,
        "i8 + i8 wraps as two's complement");
     tr_release(r);
-    r = run("div", (struct tr_arg[]){tensor_arg(t), number_arg(2, true)}, 2);
+    r = run("div", (struct tr_arg[]){tensor_arg(t), int_arg(2)}, 2);
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F32 && at(r, 0, 2) == 3.5, "i8 / 2 is f32");
     tr_release(r);
-    r = run("pow", (struct tr_arg[]){tensor_arg(t), number_arg(2, true)}, 2);
+    r = run("pow", (struct tr_arg[]){tensor_arg(t), int_arg(2)}, 2);
     ok(r && at(r, 0, 3) == 49, "integer power");
     tr_release(r);
     r = run("exp", (struct tr_arg[]){tensor_arg(t)}, 1);
@@ -98,7 +86,7 @@ static void test_strided_and_half(void)
         h[i] = tr_f32_to_f16((float)i + 0.5f);
     t = tr_from_data(h, TR_DTYPE_F16, 2, s, TR_CPU);
     tt = tr_transpose(t, 0, 1);
-    r = run("mul", (struct tr_arg[]){tensor_arg(tt), number_arg(2, true)}, 2);
+    r = run("mul", (struct tr_arg[]){tensor_arg(tt), int_arg(2)}, 2);
     ok(r && tr_tensor_dtype(r) == TR_DTYPE_F16 && tr_tensor_shape(r)[0] == 3 &&
            at(r, 2, 1) == 11 && at(r, 0, 1) == 7,
        "f16 transposed times 2: computed in f32, stored as f16, in the view's order");
@@ -119,21 +107,21 @@ static void test_nan_rules(void)
     struct tr_arg none;
 
     memset(&none, 0, sizeof none);
-    r = run("maximum", (struct tr_arg[]){tensor_arg(t), number_arg(0, true)}, 2);
+    r = run("maximum", (struct tr_arg[]){tensor_arg(t), int_arg(0)}, 2);
     ok(r && isnan(at(r, 0, 0)) && at(r, 0, 1) == 5 && at(r, 0, 2) == 0, "maximum: NaN wins");
     tr_release(r);
-    r = run("clamp", (struct tr_arg[]){tensor_arg(t), number_arg(-1, true), number_arg(1, true)},
+    r = run("clamp", (struct tr_arg[]){tensor_arg(t), int_arg(-1), int_arg(1)},
             3);
     ok(r && isnan(at(r, 0, 0)) && at(r, 0, 1) == 1 && at(r, 0, 2) == -1,
        "clamp to [-1, 1]; NaN stays NaN");
     tr_release(r);
-    r = run("clamp", (struct tr_arg[]){tensor_arg(t), none, number_arg(0, true)}, 3);
+    r = run("clamp", (struct tr_arg[]){tensor_arg(t), none, int_arg(0)}, 3);
     ok(r && at(r, 0, 1) == 0 && at(r, 0, 2) == -5, "clamp with only a max");
     tr_release(r);
     r = run("isnan", (struct tr_arg[]){tensor_arg(t)}, 1);
     ok(r && at(r, 0, 0) == 1 && at(r, 0, 1) == 0, "isnan");
     tr_release(r);
-    r = run("where", (struct tr_arg[]){number_arg(0.5, false), tensor_arg(t), number_arg(9, true)},
+    r = run("where", (struct tr_arg[]){float_arg(0.5), tensor_arg(t), int_arg(9)},
             3);
     ok(r && at(r, 0, 1) == 5, "where: 0.5 is a true condition");
     tr_release(r);
@@ -153,7 +141,7 @@ static void test_logical_floats(void)
            at(r, 0, 2) == 0 && at(r, 0, 3) == 0,
        "logical_and of floats: 0.5 and NaN are true, -0.0 false");
     tr_release(r);
-    r = run("logical_or", (struct tr_arg[]){tensor_arg(ta), number_arg(0, true)}, 2);
+    r = run("logical_or", (struct tr_arg[]){tensor_arg(ta), int_arg(0)}, 2);
     ok(r && at(r, 0, 0) == 1 && at(r, 0, 1) == 1 && at(r, 0, 2) == 0,
        "logical_or with a number");
     tr_release(r);
@@ -191,7 +179,7 @@ static void test_softmax_narrow_tiled(void)
     for (int i = 0; i < 80; i++)
         v[i] = (int8_t)(i % 7 - 3);
     t = tr_from_data(v, TR_DTYPE_I8, 2, s, TR_CPU);
-    r = run("softmax", (struct tr_arg[]){tensor_arg(t), number_arg(0, true)}, 2);
+    r = run("softmax", (struct tr_arg[]){tensor_arg(t), int_arg(0)}, 2);
     for (int j = 0; r && j < 5; j++) {
         double sum = 0, want;
         for (int i = 0; i < 16; i++)
@@ -221,8 +209,8 @@ static void test_result_into(void)
     struct tr_result_dest into = {.tensor = d}, into2 = {.tensor = d2};
 
     tr_op_result_into(&into);
-    r = run("mul", (struct tr_arg[]){tensor_arg(t), number_arg(3, true)}, 2);
-    r2 = run("add", (struct tr_arg[]){tensor_arg(t), number_arg(1, true)}, 2);
+    r = run("mul", (struct tr_arg[]){tensor_arg(t), int_arg(3)}, 2);
+    r2 = run("add", (struct tr_arg[]){tensor_arg(t), int_arg(1)}, 2);
     tr_op_result_into(NULL);
     ok(r && tr_tensor_shares_storage(r, d) && dest[3] == 12, "the result is made in the offered memory");
     ok(r2 && !tr_tensor_shares_storage(r2, d) && dest[3] == 12 && at(r2, 0, 3) == 5,
@@ -317,7 +305,7 @@ static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dt
                             int *stores)
 {
     struct tr_tensor *xs = tr_cast(x, dtype);
-    bool good = streams("softmax", (struct tr_arg[]){tensor_arg(xs), number_arg(dim, true)}, 2,
+    bool good = streams("softmax", (struct tr_arg[]){tensor_arg(xs), int_arg(dim)}, 2,
                         stores);
 
     tr_release(xs);
@@ -355,20 +343,20 @@ static void test_result_streamed(void)
 
     /* elementwise: blocks gathered a stage at a time, in every form */
     struct tr_tensor *h = tr_cast(x, TR_DTYPE_F16), *row = tr_select(x, 0, 3);
-    streamed = streams("mul", (struct tr_arg[]){tensor_arg(x), number_arg(2, false)}, 2, &stores);
+    streamed = streams("mul", (struct tr_arg[]){tensor_arg(x), float_arg(2)}, 2, &stores);
     ok(streamed && stores > 1 && stores < 40, "mul streams (%d calls)", stores);
     ok(streams("add", (struct tr_arg[]){tensor_arg(h), tensor_arg(row)}, 2, &stores),
        "add of f16 and a broadcast f32 row streams");
-    ok(streams("mul", (struct tr_arg[]){tensor_arg(h), number_arg(3, false)}, 2, &stores),
+    ok(streams("mul", (struct tr_arg[]){tensor_arg(h), float_arg(3)}, 2, &stores),
        "an f16 result streams as f16");
-    ok(streams("gt", (struct tr_arg[]){tensor_arg(xt), number_arg(0, false)}, 2, &stores),
+    ok(streams("gt", (struct tr_arg[]){tensor_arg(xt), float_arg(0)}, 2, &stores),
        "a comparison of a transposed view streams bools");
     ok(streams("exp", (struct tr_arg[]){tensor_arg(xt)}, 1, &stores), "a unary op streams");
-    ok(streams("where", (struct tr_arg[]){tensor_arg(x), tensor_arg(row), number_arg(0, false)},
+    ok(streams("where", (struct tr_arg[]){tensor_arg(x), tensor_arg(row), float_arg(0)},
                3, &stores),
        "where streams");
-    ok(streams("clamp", (struct tr_arg[]){tensor_arg(x), number_arg(-1, false),
-                                          number_arg(1, false)},
+    ok(streams("clamp", (struct tr_arg[]){tensor_arg(x), float_arg(-1),
+                                          float_arg(1)},
                3, &stores),
        "clamp streams");
     tr_release(row);
@@ -378,7 +366,7 @@ static void test_result_streamed(void)
     struct tr_blob blob = {.data = memory, .nbytes = 40 * 3000 * sizeof *memory};
     struct fake_file f = {0};
     struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
-    struct tr_arg args[2] = {tensor_arg(x), number_arg(0, true)};
+    struct tr_arg args[2] = {tensor_arg(x), int_arg(0)};
 
     d = tr_from_blob(&blob, TR_DTYPE_F32, 2, shape, NULL, TR_CPU);
     into.tensor = d;
@@ -407,7 +395,7 @@ static void test_result_streamed(void)
        "a file that cannot reserve: the result is made in the pool");
     tr_release(r);
 
-    args[1] = number_arg(-1, true);
+    args[1] = int_arg(-1);
     f.stores = 0;
     tr_op_result_into(&into);
     r = run("softmax", args, 2);
@@ -417,7 +405,7 @@ static void test_result_streamed(void)
        "a failed store fails the op: %s", tr_last_error());
     f.stores = 0;
     tr_op_result_into(&into);
-    r = run("add", (struct tr_arg[]){tensor_arg(x), number_arg(1, false)}, 2);
+    r = run("add", (struct tr_arg[]){tensor_arg(x), float_arg(1)}, 2);
     tr_op_result_into(NULL);
     ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "add: cannot write") &&
            f.stores >= 1,
@@ -462,7 +450,7 @@ static void test_consumable_reuse(void)
 
     args[0] = tensor_arg(t);
     args[0].consumable = true;
-    args[1] = number_arg(2, false);
+    args[1] = float_arg(2);
     tr_memory_stats(TR_CPU, &before);
     r = run("mul", args, 2);
     tr_memory_stats(TR_CPU, &after);

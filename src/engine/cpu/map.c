@@ -38,7 +38,7 @@ tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
     size_t in_size = tr_dtype_size(in_compute), out_size = tr_dtype_size(out_compute);
     int64_t item = (int64_t)tr_dtype_size(out->dtype);
     bool streamed = store && store->fn, failed = false;
-    int store_error = 0;
+    atomic_int store_error = 0;
     char *out_base;
     tr_status s = TR_OK;
 
@@ -130,16 +130,12 @@ tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
                                  out_compute, n);
             }
         }
-        int err = stage.buf ? tr__stage_finish(&stage) : 0;
-        if (err) {
-#pragma omp critical(map_store_error)
-            store_error = store_error ? store_error : err;
-        }
+        tr__stage_finish(&stage, &store_error);
     }
     if (failed)
         s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's stage", store->name);
-    else if (store_error)
-        s = tr__store_failed(store, store_error);
+    else if (atomic_load(&store_error))
+        s = tr__store_failed(store, atomic_load(&store_error));
 done:
     for (int k = 0; k < nin; k++)
         tr_release(views[k]);

@@ -465,7 +465,8 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     void *weight = NULL, *bias = NULL;
     struct job j;
     int64_t units;
-    int d = 0, no = 0, store_error = 0;
+    int d = 0, no = 0;
+    atomic_int store_error = 0;
     bool failed = false;
     tr_status s = TR_OK;
 
@@ -556,18 +557,15 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
             else
                 line_f64(&j, u, &w, NULL, yline);
         }
-        int err = have && j.store.fn ? tr__stage_finish(&w.stage) : 0;
-        if (err) {
-#pragma omp critical(nn_store_error)
-            store_error = store_error ? store_error : err;
-        }
-        if (have)
+        if (have) {
+            tr__stage_finish(&w.stage, &store_error);
             work_free(&w);
+        }
     }
     if (failed)
         s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's line buffers", name);
-    else if (store_error)
-        s = tr__store_failed(&j.store, store_error);
+    else if (atomic_load(&store_error))
+        s = tr__store_failed(&j.store, atomic_load(&store_error));
 done:
     free(weight);
     free(bias);
