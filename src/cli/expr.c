@@ -963,6 +963,18 @@ fail:
     return NULL;
 }
 
+/* The attributes of a tensor: the views x.T and x.mT, and the constants
+ * x.shape, x.ndim and x.dtype. */
+static bool is_attribute(const char *text, size_t len)
+{
+    static const char *const names[] = {"T", "mT", "shape", "ndim", "dtype"};
+
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == len && strncmp(text, names[i], len) == 0)
+            return true;
+    return false;
+}
+
 /* base '.' NAME, at the '.'; takes base. */
 static struct expr *parse_attr(struct parser *p, struct expr *base)
 {
@@ -975,11 +987,11 @@ static struct expr *parse_attr(struct parser *p, struct expr *base)
         expr_free(base);
         return NULL;
     }
-    if (!((name->len == 1 && qtext(p, name)[0] == 'T') ||
-          (name->len == 2 && strncmp(qtext(p, name), "mT", 2) == 0))) {
-        fail(p, name, "x.T reverses the dimensions, x.mT swaps the last two; "
-                      "other operations are calls: op(x, ...)",
-             "unknown attribute '%.*s' (expected .T or .mT)", qlen(name), qtext(p, name));
+    if (!is_attribute(qtext(p, name), name->len)) {
+        fail(p, name, "x.T reverses the dimensions, x.mT swaps the last two; x.shape, x.ndim "
+                      "and x.dtype are constants; other operations are calls: op(x, ...)",
+             "unknown attribute '%.*s' (expected .T, .mT, .shape, .ndim or .dtype)", qlen(name),
+             qtext(p, name));
         expr_free(base);
         return NULL;
     }

@@ -29,7 +29,7 @@ enum expr_kind {
     EXPR_LIST,     /* [a, b, c] */
     EXPR_CALL,     /* name(args, key=value); operators too */
     EXPR_INDEX,    /* base[subscripts] */
-    EXPR_ATTR,     /* base.T, base.mT */
+    EXPR_ATTR,     /* base.T, base.mT; base.shape, base.ndim, base.dtype */
     EXPR_SLICE,    /* start:stop:step inside a subscript; parts may be NULL */
     EXPR_ELLIPSIS  /* ... inside a subscript */
 };
@@ -47,7 +47,8 @@ struct expr {
     int line, col;       /* of the node's first token (an operator call: the
                             operator's token, as compilers point at it) */
     union {
-        char *name;      /* EXPR_NAME, EXPR_STRING (its text), EXPR_ATTR (T, mT) */
+        char *name;      /* EXPR_NAME, EXPR_STRING (its text), EXPR_ATTR (T, mT, shape,
+                            ndim, dtype) */
         int64_t integer;
         double number;
         bool boolean;

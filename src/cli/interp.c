@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
 #include "plan.h"
 
 /* ------------------------------------------------------------ environment */
@@ -193,6 +194,10 @@ static tr_status fail(struct interp *in, const struct expr *e)
 }
 
 static tr_status eval(struct interp *in, const struct expr *e, struct rv *out);
+static tr_status attribute(struct interp *in, const struct expr *e, const char *attr,
+                           struct tr_value x, struct rv *out);
+static tr_status index_list(struct interp *in, const struct expr *e, struct rv *base,
+                            struct rv *out);
 
 static tr_status eval_name(struct interp *in, const struct expr *e, struct rv *out)
 {
@@ -204,8 +209,10 @@ static tr_status eval_name(struct interp *in, const struct expr *e, struct rv *o
     }
     memset(out, 0, sizeof *out);
     out->arg = b->arg;
-    if (b->arg.tensor)
+    if (b->arg.tensor) {
         out->arg.value = tr_value_of(b->arg.tensor);
+        out->arg.value.weak = b->arg.value.weak;
+    }
     return TR_OK;
 }
 
@@ -250,6 +257,31 @@ static bool all_constant(const struct tr_arg *args, int n)
     return true;
 }
 
+/* Whether an op's arguments are all numbers or tensors computed from
+ * numbers alone (exp(1.0)): its results may then be weak too, as the
+ * planner typed them, so that they do not widen the tensors they meet. */
+static bool all_weak(const struct tr_arg *args, int n)
+{
+    for (int i = 0; i < n; i++)
+        if ((args[i].tensor && !args[i].value.weak) || args[i].value.kind == TR_VALUE_LIST)
+            return false; /* lists: shapes and joins, whose results are never weak */
+    return true;
+}
+
+/* Marks results weak where the op table's rule makes them so. */
+static void mark_weak(const struct tr_op_info *op, const struct tr_arg *args, struct rv *results)
+{
+    struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
+    int bad;
+
+    for (int i = 0; i < op->nparams; i++)
+        values[i] = args[i].value;
+    if (tr_op_infer(op, values, out, &bad) != TR_OK)
+        return;
+    for (int r = 0; r < op->nresults; r++)
+        results[r].arg.value.weak = out[r].weak;
+}
+
 /* Runs the call e; dest (when not NULL) is offered to its op's result. */
 static tr_status eval_call(struct interp *in, const struct expr *e,
                            const struct tr_result_dest *dest, struct rv *results, int *n)
@@ -260,8 +292,19 @@ static tr_status eval_call(struct interp *in, const struct expr *e,
     struct tr_tensor *out[TR_OP_MAX_RESULTS] = {NULL};
     struct tr_value values[TR_OP_MAX_PARAMS], folded;
     int from[TR_OP_MAX_PARAMS];
+    enum fold_result fold = FOLD_NO;
     tr_status s = TR_OK;
 
+    if (!op && strcmp(e->op, "numel") == 0 && e->nargs == 1) {
+        struct rv x;
+        s = eval(in, e->args[0].value, &x);
+        if (s == TR_OK) {
+            s = attribute(in, e, "numel", x.arg.value, &results[0]);
+            rv_drop(&x);
+        }
+        *n = 1;
+        return s;
+    }
     if (!op || !plan_bind_call(e, op, from, NULL)) {
         tr_set_error(TR_ERR_STATE, "%s: the call does not match the op", e->op);
         return fail(in, e);
@@ -277,10 +320,13 @@ static tr_status eval_call(struct interp *in, const struct expr *e,
         pass[i].consumable = args[i].temp && args[i].arg.tensor;
         values[i] = args[i].arg.value;
     }
-    if (s == TR_OK && all_constant(pass, op->nparams) &&
-        plan_fold(op->name, values, op->nparams, &folded)) {
+    if (s == TR_OK && all_constant(pass, op->nparams))
+        fold = fold_constants(op->name, values, op->nparams, &folded);
+    if (fold == FOLD_OK) {
         *n = 1;
         results[0] = constant(folded);
+    } else if (fold == FOLD_ERROR) {
+        s = fail(in, e);
     } else if (s == TR_OK) {
         tr_op_result_into(dest);
         s = tr_op_run(op, pass, out);
@@ -291,6 +337,8 @@ static tr_status eval_call(struct interp *in, const struct expr *e,
             *n = op->nresults;
             for (int r = 0; r < op->nresults; r++)
                 results[r] = tensor(out[r], true);
+            if (all_weak(pass, op->nparams))
+                mark_weak(op, pass, results);
         }
     }
     for (int i = 0; i < op->nparams; i++)
@@ -332,6 +380,8 @@ static tr_status eval_index(struct interp *in, const struct expr *e, struct rv *
 
     if (s != TR_OK)
         return s;
+    if (!base.arg.tensor && base.arg.value.kind == TR_VALUE_LIST && e->nargs == 1)
+        return index_list(in, e, &base, out);
     if (!base.arg.tensor) {
         rv_drop(&base);
         tr_set_error(TR_ERR_INDEX, "only a tensor can be indexed");
@@ -387,6 +437,79 @@ static tr_status eval_index(struct interp *in, const struct expr *e, struct rv *
     return TR_OK;
 }
 
+/* A constant list of n items, each a copy of items[first + i * by]. */
+static tr_status constant_list(struct interp *in, const struct expr *e,
+                               const struct tr_value *items, int64_t first, int64_t by,
+                               int64_t n, struct rv *out)
+{
+    memset(out, 0, sizeof *out);
+    out->items = calloc((size_t)(n ? n : 1), sizeof *out->items);
+    out->item_args = calloc((size_t)(n ? n : 1), sizeof *out->item_args);
+    if (!out->items || !out->item_args) {
+        rv_drop(out);
+        tr_set_error(TR_ERR_OOM, "out of memory making a list");
+        return fail(in, e);
+    }
+    out->arg.value.kind = TR_VALUE_LIST;
+    out->arg.value.known = out->arg.value.weak = true;
+    out->arg.value.count = (size_t)n;
+    out->arg.items = out->item_args;
+    for (int64_t i = 0; i < n; i++) {
+        out->items[i] = constant(items[first + i * by]);
+        out->item_args[i] = out->items[i].arg;
+    }
+    return TR_OK;
+}
+
+/* x.shape, x.ndim, x.dtype or numel(x) of the tensor described by x. */
+static tr_status attribute(struct interp *in, const struct expr *e, const char *attr,
+                           struct tr_value x, struct rv *out)
+{
+    struct tr_value v, items[TR_MAX_DIMS];
+
+    if (!fold_attribute(attr, &x, &v, items)) {
+        tr_set_error(TR_ERR_STATE, "a tensor has no attribute '%s'", attr);
+        return fail(in, e);
+    }
+    if (v.kind == TR_VALUE_LIST)
+        return constant_list(in, e, items, 0, 1, (int64_t)v.count, out);
+    *out = constant(v);
+    return TR_OK;
+}
+
+/* list[i] or list[a:b:c] of a constant list (x.shape[0], x.shape[1:]). */
+static tr_status index_list(struct interp *in, const struct expr *e, struct rv *base,
+                            struct rv *out)
+{
+    const struct expr *sub = e->args[0].value;
+    int64_t n = (int64_t)base->arg.value.count, bounds[3], first, by, count;
+    struct tr_value items[TR_MAX_DIMS * 4];
+    tr_status s = TR_OK;
+
+    for (int k = 0; k < 3 && s == TR_OK; k++)
+        s = subscript_int(in, sub->kind == EXPR_SLICE ? sub->slice[k] : k == 0 ? sub : NULL,
+                          &bounds[k]);
+    if (s == TR_OK && (size_t)n > sizeof items / sizeof *items) {
+        tr_set_error(TR_ERR_INDEX, "the list is too long to index");
+        s = fail(in, e);
+    }
+    for (int64_t i = 0; s == TR_OK && i < n; i++)
+        items[i] = base->arg.items[i].value;
+    if (s == TR_OK && sub->kind != EXPR_SLICE) {
+        if (fold_list_index(n, bounds[0], &first) != FOLD_OK)
+            s = fail(in, sub);
+        else
+            *out = constant(items[first]);
+    } else if (s == TR_OK) {
+        if (fold_list_slice(n, bounds[0], bounds[1], bounds[2], &first, &by, &count) != FOLD_OK)
+            s = fail(in, sub);
+        else
+            s = constant_list(in, e, items, first, by, count, out);
+    }
+    rv_drop(base);
+    return s;
+}
+
 /* x.T reverses every dimension; x.mT swaps the last two. */
 static tr_status eval_attr(struct interp *in, const struct expr *e, struct rv *out)
 {
@@ -401,6 +524,11 @@ static tr_status eval_attr(struct interp *in, const struct expr *e, struct rv *o
         rv_drop(&base);
         tr_set_error(TR_ERR_INVALID, "only a tensor has .T and .mT");
         return fail(in, e);
+    }
+    if (strcmp(e->v.name, "T") != 0 && strcmp(e->v.name, "mT") != 0) {
+        s = attribute(in, e, e->v.name, base.arg.value, out);
+        rv_drop(&base);
+        return s;
     }
     n = tr_tensor_ndim(base.arg.tensor);
     for (int i = 0; i < n; i++)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
 #include "msg.h"
 
 /* ------------------------------------------------------------ arena */
@@ -354,6 +355,18 @@ static struct result constant(struct tr_value v)
 
 static struct result eval(struct eval *ev, const struct expr *e);
 
+/* x.shape, x.ndim, x.dtype or numel(x) of the tensor r: a constant. */
+static struct result attribute(struct eval *ev, const char *attr, struct result r)
+{
+    struct tr_value *items = arena_alloc(ev->plan, TR_MAX_DIMS * sizeof *items);
+    struct tr_value tensor = r.v;
+
+    if (!items || !fold_attribute(attr, &tensor, &r.v, items))
+        return failed();
+    return r;
+}
+
+
 static bool is_builtin(const char *name)
 {
     return strcmp(name, "chunk_start") == 0 || strcmp(name, "chunk_index") == 0 ||
@@ -431,63 +444,6 @@ static const struct expr *arg_expr(const struct expr *call, const struct tr_op_i
     return call->args[from[index]].value;
 }
 
-/* Arithmetic on constants written in the pipeline (dim=-1 is neg(1); k*2
- * with a param k) is done here, so that the result is a constant too: an
- * integer where the op needs one.  Returns false when op is not such an
- * operation or an argument is not a known number. */
-bool plan_fold(const char *op, const struct tr_value *args, int nargs, struct tr_value *out)
-{
-    static const char *const foldable[] = {"neg", "add", "sub", "mul", "div", "pow",
-                                           "maximum", "minimum", NULL};
-    bool integers = true;
-    double x, y = 0;
-    int k;
-
-    for (k = 0; foldable[k] && strcmp(foldable[k], op) != 0; k++)
-        ;
-    if (!foldable[k] || nargs < 1)
-        return false;
-    for (int i = 0; i < nargs; i++) {
-        if ((args[i].kind != TR_VALUE_INT && args[i].kind != TR_VALUE_FLOAT) || !args[i].known)
-            return false;
-        integers = integers && args[i].kind == TR_VALUE_INT;
-    }
-    memset(out, 0, sizeof *out);
-    out->known = out->weak = true;
-    x = args[0].kind == TR_VALUE_INT ? (double)args[0].integer : args[0].number;
-    if (nargs > 1)
-        y = args[1].kind == TR_VALUE_INT ? (double)args[1].integer : args[1].number;
-    if (integers && strcmp(op, "div") != 0 && strcmp(op, "pow") != 0) {
-        int64_t a = args[0].integer, b = nargs > 1 ? args[1].integer : 0, r = 0;
-        bool overflow = false;
-        switch (k) {
-        case 0: overflow = __builtin_sub_overflow(0, a, &r); break;
-        case 1: overflow = __builtin_add_overflow(a, b, &r); break;
-        case 2: overflow = __builtin_sub_overflow(a, b, &r); break;
-        case 3: overflow = __builtin_mul_overflow(a, b, &r); break;
-        case 6: r = a > b ? a : b; break;
-        default: r = a < b ? a : b; break;
-        }
-        if (overflow)
-            return false;
-        out->kind = TR_VALUE_INT;
-        out->integer = r;
-        return true;
-    }
-    out->kind = TR_VALUE_FLOAT;
-    switch (k) {
-    case 0: out->number = -x; break;
-    case 1: out->number = x + y; break;
-    case 2: out->number = x - y; break;
-    case 3: out->number = x * y; break;
-    case 4: out->number = x / y; break;
-    case 5: out->number = pow(x, y); break;
-    case 6: out->number = x > y || x != x ? x : y; break;
-    default: out->number = x < y || x != x ? x : y; break;
-    }
-    return true;
-}
-
 bool plan_bind_call(const struct expr *e, const struct tr_op_info *op, int *from,
                     struct diag_list *d)
 {
@@ -558,6 +514,18 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     int from[TR_OP_MAX_PARAMS], bad = -1;
     bool depends = false, broken;
 
+    if (!op && strcmp(e->op, "numel") == 0 && e->nargs == 1 && !e->args[0].keyword) {
+        struct result x = eval(ev, e->args[0].value);
+        if (x.failed)
+            return false;
+        if (x.v.kind != TR_VALUE_TENSOR) {
+            diag_error(ev->d, e->line, e->col, NULL, "numel takes a tensor");
+            return false;
+        }
+        *n = 1;
+        results[0] = attribute(ev, "numel", x);
+        return !results[0].failed;
+    }
     if (!op) {
         const char *names[128];
         size_t k = 0;
@@ -589,11 +557,18 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     }
     if (broken)
         return false;
-    if (!depends && plan_fold(op->name, args, op->nparams, &out[0])) {
+    switch (fold_constants(op->name, args, op->nparams, &out[0])) {
+    case FOLD_OK:
         *n = 1;
         memset(&results[0], 0, sizeof results[0]);
         results[0].v = out[0];
+        results[0].depends = depends; /* x.shape[0] of a foreach block */
         return true;
+    case FOLD_ERROR:
+        diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
+        return false;
+    case FOLD_NO:
+        break;
     }
     if (tr_op_infer(op, args, out, &bad) != TR_OK) {
         const struct expr *at = arg_expr(e, op, bad, from);
@@ -615,6 +590,60 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     return true;
 }
 
+/* list[i] or list[a:b:c] of a constant list (x.shape[0], x.shape[1:]). */
+static struct result index_list(struct eval *ev, const struct expr *e, struct result base)
+{
+    const struct expr *s = e->nargs == 1 ? e->args[0].value : NULL;
+    int64_t n = (int64_t)base.v.count, bounds[3] = {TR_SLICE_NONE, TR_SLICE_NONE, TR_SLICE_NONE};
+    int64_t first = 0, by = 1, count = 0;
+    struct tr_value *items;
+    struct result r;
+
+    if (!s || s->kind == EXPR_ELLIPSIS || s->kind == EXPR_NONE) {
+        diag_error(ev->d, e->line, e->col, NULL,
+                   "a list takes one index or one slice, as in x.shape[0] or x.shape[1:]");
+        return failed();
+    }
+    for (int k = 0; k < 3; k++) {
+        const struct expr *part = s->kind == EXPR_SLICE ? s->slice[k] : k == 0 ? s : NULL;
+        struct result p;
+        if (!part)
+            continue;
+        p = eval(ev, part);
+        if (p.failed)
+            return failed();
+        if (p.v.kind == TR_VALUE_NONE)
+            continue;
+        if (p.v.kind != TR_VALUE_INT || !p.v.known) {
+            diag_error(ev->d, part->line, part->col, NULL,
+                       "a list's index must be an integer constant");
+            return failed();
+        }
+        bounds[k] = p.v.integer;
+    }
+    r = base;
+    if (s->kind != EXPR_SLICE) {
+        if (fold_list_index(n, bounds[0], &first) != FOLD_OK) {
+            diag_error(ev->d, s->line, s->col, NULL, "%s", tr_last_error());
+            return failed();
+        }
+        r.v = base.v.items[first];
+        return r;
+    }
+    if (fold_list_slice(n, bounds[0], bounds[1], bounds[2], &first, &by, &count) != FOLD_OK) {
+        diag_error(ev->d, s->line, s->col, NULL, "%s", tr_last_error());
+        return failed();
+    }
+    items = arena_alloc(ev->plan, (size_t)(count ? count : 1) * sizeof *items);
+    if (!items)
+        return failed();
+    for (int64_t i = 0; i < count; i++)
+        items[i] = base.v.items[first + i * by];
+    r.v.items = items;
+    r.v.count = (size_t)count;
+    return r;
+}
+
 static struct result eval_index(struct eval *ev, const struct expr *e)
 {
     struct result base = eval(ev, e->base), r;
@@ -623,6 +652,8 @@ static struct result eval_index(struct eval *ev, const struct expr *e)
 
     if (base.failed || !subs)
         return failed();
+    if (base.v.kind == TR_VALUE_LIST && base.v.known)
+        return index_list(ev, e, base);
     for (size_t i = 0; i < e->nargs; i++) {
         const struct expr *s = e->args[i].value;
         memset(&subs[i], 0, sizeof subs[i]);
@@ -718,6 +749,9 @@ static struct result eval(struct eval *ev, const struct expr *e)
         r = eval(ev, e->base);
         if (r.failed)
             return r;
+        if (r.v.kind == TR_VALUE_TENSOR && strcmp(e->v.name, "T") != 0 &&
+            strcmp(e->v.name, "mT") != 0)
+            return attribute(ev, e->v.name, r);
         if (r.v.kind != TR_VALUE_TENSOR ||
             tr_infer_transpose_all(&r.v, strcmp(e->v.name, "mT") == 0, &r.v) != TR_OK) {
             diag_error(ev->d, e->line, e->col, NULL, "%s",

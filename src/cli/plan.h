@@ -80,11 +80,6 @@ void plan_print(const struct plan *plan, FILE *out);
  * report nothing) and returns false on any. */
 bool plan_bind_call(const struct expr *call, const struct tr_op_info *op, int *from,
                     struct diag_list *d);
-/* Arithmetic of constants (neg, add, sub, mul, div, pow, maximum,
- * minimum on known numbers) done at once; false when op is not one, or an
- * argument is not a known number. */
-bool plan_fold(const char *op, const struct tr_value *args, int nargs, struct tr_value *out);
-
 /* The final binding of name, or NULL. */
 const struct plan_value *plan_lookup(const struct plan *plan, const char *name);
 

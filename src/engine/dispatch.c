@@ -265,6 +265,7 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
 
     for (int i = 0; i < info->nparams && s == TR_OK; i++) {
         values[i] = args[i].tensor ? tr_value_of(args[i].tensor) : args[i].value;
+        values[i].weak = args[i].value.weak;
         if (args[i].value.kind == TR_VALUE_LIST && args[i].items) {
             size_t n = args[i].value.count;
             lists[i] = calloc(n ? n : 1, sizeof *lists[i]);

@@ -47,7 +47,7 @@ enum tr_dtype tr_value_dtype(const struct tr_value *v)
     case TR_VALUE_INT:
         return TR_DTYPE_I64;
     default:
-        return TR_DTYPE_F32;
+        return TR_DTYPE_F64;
     }
 }
 
@@ -81,18 +81,33 @@ static enum tr_dtype promote_floats(enum tr_dtype a, enum tr_dtype b)
     return tr_dtype_size(a) >= tr_dtype_size(b) ? a : b;
 }
 
+/* How strongly an operand decides the dtype (PyTorch): a tensor with
+ * dimensions, then a rank-0 tensor, then a number (weak). */
+static int priority(const struct tr_value *v)
+{
+    if (v->kind != TR_VALUE_TENSOR || v->weak)
+        return 0;
+    return v->ndim > 0 ? 2 : 1;
+}
+
 tr_status tr_promote(const struct tr_value *a, const struct tr_value *b, enum tr_dtype *out)
 {
     enum tr_dtype da = tr_value_dtype(a), db = tr_value_dtype(b);
-    bool wa = a->kind != TR_VALUE_TENSOR || a->weak, wb = b->kind != TR_VALUE_TENSOR || b->weak;
-    int ca = category(da), cb = category(db);
+    int ca = category(da), cb = category(db), pa = priority(a), pb = priority(b);
 
-    if (wa != wb) {
-        /* a weak number takes the tensor's dtype unless it is of a higher
-         * category: then the default dtype of that category */
-        enum tr_dtype strong = wa ? db : da, weak = wa ? da : db;
-        int cs = category(strong), cw = category(weak);
-        *out = cw <= cs ? strong : cw == 2 ? TR_DTYPE_F32 : TR_DTYPE_I64;
+    if (pa != pb) {
+        /* the weaker operand widens the stronger one only when it is of a
+         * higher category: to its own dtype when it is a rank-0 tensor, to
+         * the default dtype of that category when it is a number */
+        bool a_strong = pa > pb;
+        enum tr_dtype strong = a_strong ? da : db, weak = a_strong ? db : da;
+        int cs = a_strong ? ca : cb, cw = a_strong ? cb : ca;
+        if (cw <= cs)
+            *out = strong;
+        else if ((a_strong ? pb : pa) == 1)
+            *out = weak;
+        else
+            *out = cw == 2 ? TR_DTYPE_F32 : TR_DTYPE_I64;
         return TR_OK;
     }
     if (ca != cb) {
@@ -108,6 +123,33 @@ tr_status tr_promote(const struct tr_value *a, const struct tr_value *b, enum tr
         return TR_OK;
     }
     return promote_integers(da, db, out);
+}
+
+bool tr_constant_fits(const struct tr_value *v, enum tr_dtype dtype)
+{
+    int64_t lo, hi;
+
+    if (v->kind != TR_VALUE_INT || !v->known || !tr_dtype_is_integer(dtype) ||
+        dtype == TR_DTYPE_I64)
+        return true;
+    if (dtype == TR_DTYPE_U64)
+        return v->integer >= 0;
+    hi = (int64_t)((UINT64_C(1) << (8 * tr_dtype_size(dtype) - tr_dtype_is_signed(dtype))) - 1);
+    lo = tr_dtype_is_signed(dtype) ? -hi - 1 : 0;
+    return v->integer >= lo && v->integer <= hi;
+}
+
+/* A known integer argument of an op whose result has dtype d is converted
+ * to d, which must hold it (PyTorch refuses i32_tensor + 2**40 too). */
+static tr_status check_fits(const char *op, int *bad, int arg, const struct tr_value *v,
+                            enum tr_dtype d)
+{
+    if (tr_constant_fits(v, d))
+        return TR_OK;
+    *bad = arg;
+    return tr_set_error(TR_ERR_DTYPE, "%s: the constant %lld does not fit %s; cast the tensor "
+                                      "to a wider dtype first (e.g. cast(x, i64))",
+                        op, (long long)v->integer, tr_dtype_name(d));
 }
 
 static bool takes(enum tr__takes t, enum tr_dtype d)
@@ -410,6 +452,8 @@ static tr_status rule_create(const struct tr__op *op, const struct tr_value *arg
         dtype = ARG(1)->kind == TR_VALUE_INT    ? TR_DTYPE_I64
                 : ARG(1)->kind == TR_VALUE_BOOL ? TR_DTYPE_BOOL
                                                 : TR_DTYPE_F32;
+    if (op->rule == TR__RULE_FULL)
+        TR_FORWARD_IF_ERROR(check_fits(NAME, bad, 1, ARG(1), dtype));
     if (tr__check_shape(NAME, ndim, shape, dtype, &(int64_t){0}) != TR_OK) {
         *bad = 0;
         return tr_last_status();
@@ -703,6 +747,15 @@ static tr_status rule_binary(const struct tr__op *op, const struct tr_value *arg
         d = floating(d);
     else if (op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL)
         d = TR_DTYPE_BOOL;
+    else
+        for (int i = 0; i < 2; i++)
+            TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), d));
+    if (strcmp(NAME, "pow") == 0 && !tr_dtype_is_float(d) && ARG(1)->kind == TR_VALUE_INT &&
+        ARG(1)->known && ARG(1)->integer < 0)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME,
+                    "an integer tensor to a negative integer power (%lld) is not allowed; "
+                    "cast it to a float first (e.g. cast(x, f32))",
+                    (long long)ARG(1)->integer);
     set_tensor(out, d, n, shape, a.kind == TR_VALUE_TENSOR && !a.weak ? a.device : b.device);
     out->weak = a.weak && b.weak && op->rule != TR__RULE_COMPARE && op->rule != TR__RULE_LOGICAL;
     return TR_OK;
@@ -731,6 +784,8 @@ static tr_status rule_where_clamp(const struct tr__op *op, const struct tr_value
             typed.weak = typed.weak && v.weak;
         }
     }
+    for (int i = op->rule == TR__RULE_WHERE; i < 3; i++)
+        TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), typed.dtype));
     set_tensor(out, typed.dtype, acc.ndim, acc.shape, acc.device);
     return TR_OK;
 }

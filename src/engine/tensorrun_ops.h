@@ -121,8 +121,9 @@ tr_status tr_op_infer(const struct tr_op_info *op, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg);
 
 /* An argument when an op runs: a constant (value), None, a tensor (value
- * describes it, tensor is the handle), or a list of such arguments (items;
- * value.count of them). */
+ * describes it, tensor is the handle; value.weak marks a tensor computed
+ * from numbers alone, exp(1.0), which promotes as a number does), or a
+ * list of such arguments (items; value.count of them). */
 struct tr_arg {
     struct tr_value value;
     struct tr_tensor *tensor;
@@ -178,12 +179,19 @@ struct tr_result_dest {
  */
 void tr_op_result_into(const struct tr_result_dest *dest);
 
-/* The dtype PyTorch gives a binary op of a and b (tensors or numbers;
- * weak numbers do not widen a tensor's dtype).  TR_ERR_DTYPE for u64 with
+/* The dtype PyTorch gives a binary op of a and b (tensors or numbers):
+ * a weak number, or a rank-0 tensor, does not widen a tensor with
+ * dimensions of the same category (f32[5] + f64[] is f32, i32[5] + 2 is
+ * i32), and widens it to the default dtype of a higher category (i32[5] +
+ * 2.5 is f32) or, a rank-0 tensor, to its own (i32[5] + f64[] is f64).  TR_ERR_DTYPE for u64 with
  * a signed type, which needs an explicit cast. */
 tr_status tr_promote(const struct tr_value *a, const struct tr_value *b, enum tr_dtype *out);
-/* The dtype a number becomes on its own: i64, f32 or bool. */
+/* The dtype a value has, a number's on its own: i64, f64 or bool (a
+ * constant that meets no tensor keeps its exact value). */
 enum tr_dtype tr_value_dtype(const struct tr_value *v);
+/* Whether v, when it is a known integer, is in the range of the integer
+ * dtype; true for everything else. */
+bool tr_constant_fits(const struct tr_value *v, enum tr_dtype dtype);
 
 /* Results of the view syntax: x.T (all dimensions reversed), x.mT (the
  * last two swapped), and x[...] (NumPy basic indexing: integers, slices,

@@ -520,7 +520,7 @@ static void test_errors(void)
     check_error("a = f(x=1, 2)", 12, "positional argument follows keyword argument");
     check_error("a = f(x=1, x=2)", 12, "keyword 'x' given twice");
     check_error("a = f(None=1)", 7, "cannot use reserved word 'None' as a keyword");
-    check_error("a = x.foo", 7, "unknown attribute 'foo' (expected .T or .mT)");
+    check_error("a = x.foo", 7, "unknown attribute 'foo' (expected .T, .mT, .shape, .ndim or .dtype)");
     check_error("a = x.t", 7, "unknown attribute 't'");
     check_error("a = x.", 7, "expected an attribute name after '.'");
     check_error("a = x.(1)", 7, "expected an attribute name after '.'");

@@ -27,6 +27,11 @@ static struct tr_value number(double f)
     return (struct tr_value){.kind = TR_VALUE_FLOAT, .number = f, .known = true, .weak = true};
 }
 
+static struct tr_value dtype_value(enum tr_dtype d)
+{
+    return (struct tr_value){.kind = TR_VALUE_DTYPE, .dtype = d, .known = true, .weak = true};
+}
+
 static struct tr_value boolean(bool b)
 {
     return (struct tr_value){.kind = TR_VALUE_BOOL, .boolean = b, .known = true, .weak = true};
@@ -119,9 +124,65 @@ static void test_promotion(void)
     ok(infer("mul", (struct tr_value[]){tensor(TR_DTYPE_I32, 1, s3), number(2.5)}, 2, r) == TR_OK &&
            r[0].dtype == TR_DTYPE_F32,
        "i32 tensor * 2.5 is f32");
-    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_U8, 1, s3), integer(300)}, 2, r) == TR_OK &&
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_U8, 1, s3), integer(200)}, 2, r) == TR_OK &&
            r[0].dtype == TR_DTYPE_U8,
-       "u8 tensor + 300 stays u8");
+       "u8 tensor + 200 stays u8");
+    ok(infer("mul", (struct tr_value[]){tensor(TR_DTYPE_U8, 1, s3), integer(300)}, 2, r) ==
+               TR_ERR_DTYPE &&
+           strstr(tr_last_error(), "300") && strstr(tr_last_error(), "u8"),
+       "u8 tensor * 300 is refused, naming the constant: %s", tr_last_error());
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_I32, 1, s3), integer(INT64_C(1) << 40)},
+             2, r) == TR_ERR_DTYPE,
+       "i32 tensor + 2**40 is refused");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_I32, 1, s3), integer(INT32_MIN)}, 2, r) ==
+               TR_OK &&
+           r[0].dtype == TR_DTYPE_I32,
+       "i32 tensor + -2**31 fits");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_U64, 1, s3), integer(-1)}, 2, r) ==
+           TR_ERR_DTYPE,
+       "u64 tensor + -1 is refused");
+    ok(infer("lt", (struct tr_value[]){tensor(TR_DTYPE_U8, 1, s3), integer(300)}, 2, r) == TR_OK,
+       "u8 tensor < 300 is a comparison, not a conversion: taken");
+    ok(infer("clamp", (struct tr_value[]){tensor(TR_DTYPE_U8, 1, s3), integer(0), integer(256)}, 3,
+             r) == TR_ERR_DTYPE,
+       "clamp(u8 tensor, 0, 256) is refused");
+    ok(infer("full", (struct tr_value[]){integer(3), integer(128), dtype_value(TR_DTYPE_I8)}, 3,
+             r) == TR_ERR_DTYPE,
+       "full(3, 128, i8) is refused");
+    ok(infer("pow", (struct tr_value[]){tensor(TR_DTYPE_I64, 1, s3), integer(-1)}, 2, r) ==
+               TR_ERR_DTYPE &&
+           strstr(tr_last_error(), "negative"),
+       "i64 tensor ** -1 is refused: %s", tr_last_error());
+    ok(infer("pow", (struct tr_value[]){tensor(TR_DTYPE_F32, 1, s3), integer(-1)}, 2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F32,
+       "f32 tensor ** -1 is taken");
+    /* rank-0 tensors do not widen tensors with dimensions of their category */
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_F32, 1, s3), tensor(TR_DTYPE_F64, 0, s3)},
+             2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F32,
+       "f32[3] + f64[] is f32");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_I32, 1, s3), tensor(TR_DTYPE_I64, 0, s3)},
+             2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_I32,
+       "i32[3] + i64[] is i32");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_I32, 1, s3), tensor(TR_DTYPE_F64, 0, s3)},
+             2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F64,
+       "i32[3] + f64[] is f64 (a higher category widens, to its own dtype)");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_BOOL, 1, s3), tensor(TR_DTYPE_U8, 0, s3)},
+             2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_U8,
+       "bool[3] + u8[] is u8");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_F32, 0, s3), tensor(TR_DTYPE_F64, 0, s3)},
+             2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F64,
+       "f32[] + f64[] is f64 (both rank 0)");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_F16, 0, s3), number(2.5)}, 2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F16,
+       "f16[] + 2.5 is f16");
+    ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_I16, 0, s3), number(2.5)}, 2, r) == TR_OK &&
+           r[0].dtype == TR_DTYPE_F32,
+       "i16[] + 2.5 is f32");
     ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_BOOL, 1, s3), integer(1)}, 2, r) == TR_OK &&
            r[0].dtype == TR_DTYPE_I64,
        "bool tensor + 1 is i64");
@@ -132,8 +193,8 @@ static void test_promotion(void)
            r[0].dtype == TR_DTYPE_BOOL,
        "comparisons give bool");
     ok(infer("add", (struct tr_value[]){integer(2), number(0.5)}, 2, r) == TR_OK &&
-           r[0].dtype == TR_DTYPE_F32 && r[0].weak && r[0].ndim == 0,
-       "two numbers give a weak scalar");
+           r[0].dtype == TR_DTYPE_F64 && r[0].weak && r[0].ndim == 0,
+       "two numbers give a weak f64 scalar (a constant keeps its exact value)");
     ok(infer("neg", (struct tr_value[]){tensor(TR_DTYPE_BOOL, 1, s3)}, 1, r) == TR_ERR_DTYPE &&
            strstr(tr_last_error(), "neg: does not take bool"),
        "neg does not take bool: %s", tr_last_error());

@@ -446,8 +446,8 @@ static void test_join(void)
         items[0] = float_arg(2.5);
         items[1] = int_arg(7);
         v = run("stack", (struct tr_arg[]){list_arg(items, 2)}, 1);
-        ok(is(v, TR_DTYPE_F32, 1, (int64_t[]){2}) && values(v, (double[]){2.5, 7}, 2),
-           "stack of two numbers: f32 [2]");
+        ok(is(v, TR_DTYPE_F64, 1, (int64_t[]){2}) && values(v, (double[]){2.5, 7}, 2),
+           "stack of two numbers: f64 [2]");
         tr_release(v);
     }
     tr_release(td);

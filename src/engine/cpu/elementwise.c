@@ -294,9 +294,16 @@ static enum tr_dtype operand_dtype(const struct tr__op *op, const struct tr_arg 
     struct tr_value b = args[1].tensor ? tr_value_of(args[1].tensor) : args[1].value;
     enum tr_dtype d = out->dtype;
 
+    a.weak = args[0].value.weak;
+    b.weak = args[1].value.weak;
+
     if ((op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL) &&
         tr_promote(&a, &b, &d) != TR_OK)
         d = TR_DTYPE_F64;
+    /* u8_tensor < 300 compares with 300 itself, not with 300 wrapped */
+    if (op->rule == TR__RULE_COMPARE && (!tr_constant_fits(&a, d) || !tr_constant_fits(&b, d)))
+        d = tr_value_dtype(&a) == TR_DTYPE_U64 || tr_value_dtype(&b) == TR_DTYPE_U64 ? TR_DTYPE_F64
+                                                                                : TR_DTYPE_I64;
     return tr__compute_dtype(d);
 }
 
