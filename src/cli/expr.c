@@ -1087,6 +1087,40 @@ fail:
     return NULL;
 }
 
+/* Whether the parser is at '.' NAME '(' with NAME no attribute: a method
+ * call. */
+static bool at_method(const struct parser *p)
+{
+    const struct token *name = peek2(p);
+
+    return at(p, TOK_DOT) && name->kind == TOK_NAME && p->pos + 2 < p->ntoks &&
+           p->toks[p->pos + 2].kind == TOK_LPAREN && !is_attribute(qtext(p, name), name->len);
+}
+
+/* base '.' NAME '(' args ')', at the '.': the call NAME(base, args), as
+ * NumPy and PyTorch methods are; takes base. */
+static struct expr *parse_method(struct parser *p, struct expr *base)
+{
+    const struct token *name;
+    struct expr *call;
+
+    advance(p);
+    name = advance(p);
+    call = node_new(p, EXPR_NAME, name);
+    if (call)
+        call->v.name = tok_strdup(p, name);
+    if (!call || !call->v.name) {
+        free(call);
+        expr_free(base);
+        return NULL;
+    }
+    if (!push_arg(p, call, NULL, base->line, base->col, base)) {
+        expr_free(call);
+        return NULL;
+    }
+    return parse_call(p, call);
+}
+
 /* Reports a call of something that is not an op's name. */
 static void not_callable(struct parser *p, const struct expr *base)
 {
@@ -1100,7 +1134,8 @@ static void not_callable(struct parser *p, const struct expr *base)
     }
 }
 
-/* postfix := primary ( '[' subscripts ']' | '.' NAME | '(' args ')' )* */
+/* postfix := primary ( '[' subscripts ']' | '.' NAME | '.' NAME '(' args ')'
+ *                     | '(' args ')' )* */
 static struct expr *parse_postfix(struct parser *p)
 {
     bool callable;
@@ -1116,6 +1151,8 @@ static struct expr *parse_postfix(struct parser *p)
         links++;
         if (at(p, TOK_LBRACKET)) {
             e = parse_index(p, e);
+        } else if (at_method(p)) {
+            e = parse_method(p, e);
         } else if (at(p, TOK_DOT)) {
             e = parse_attr(p, e);
         } else if (callable) {

@@ -444,6 +444,37 @@ static const struct expr *arg_expr(const struct expr *call, const struct tr_op_i
     return call->args[from[index]].value;
 }
 
+/* NumPy's keywords, where they mean the same as ours. */
+static const char *keyword_alias(const char *keyword)
+{
+    if (strcmp(keyword, "axis") == 0)
+        return "dim";
+    if (strcmp(keyword, "keepdims") == 0)
+        return "keepdim";
+    return keyword;
+}
+
+/* The parameter a keyword nothing has was meant for: NumPy's ddof and
+ * PyTorch's unbiased are our correction; else the closest name. */
+static const char *keyword_meant(const char *keyword, const char *const *params)
+{
+    const char *names[2 * TR_OP_MAX_PARAMS + 1];
+    size_t n = 0;
+
+    for (size_t i = 0; params[i]; i++) {
+        if (strcmp(params[i], "correction") == 0 &&
+            (strcmp(keyword, "ddof") == 0 || strcmp(keyword, "unbiased") == 0))
+            return params[i];
+        names[n++] = params[i];
+        if (strcmp(params[i], "dim") == 0)
+            names[n++] = "axis";
+        else if (strcmp(params[i], "keepdim") == 0)
+            names[n++] = "keepdims";
+    }
+    names[n] = NULL;
+    return diag_suggest(keyword, names);
+}
+
 bool plan_bind_call(const struct expr *e, const struct tr_op_info *op, int *from,
                     struct diag_list *d)
 {
@@ -466,15 +497,15 @@ bool plan_bind_call(const struct expr *e, const struct tr_op_info *op, int *from
                 break;
             }
         } else {
-            const char *params[TR_OP_MAX_PARAMS + 1];
+            const char *params[TR_OP_MAX_PARAMS + 1], *keyword = keyword_alias(arg->keyword);
             for (int i = 0; i < op->nparams; i++) {
                 params[i] = op->params[i].name;
-                if (strcmp(params[i], arg->keyword) == 0)
+                if (strcmp(params[i], keyword) == 0)
                     p = i;
             }
             params[op->nparams] = NULL;
             if (p < 0) {
-                const char *guess = diag_suggest(arg->keyword, params);
+                const char *guess = keyword_meant(arg->keyword, params);
                 snprintf(hint, sizeof hint, "%s", op->signature);
                 if (guess)
                     diag_error(d, arg->line, arg->col, hint,
@@ -527,10 +558,12 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
         return !results[0].failed;
     }
     if (!op) {
-        const char *names[128];
+        const char *names[160], *alias;
         size_t k = 0;
-        for (size_t i = 0; i < tr_op_count() && k < 127; i++)
+        for (size_t i = 0; i < tr_op_count() && k < 150; i++)
             names[k++] = tr_op_at(i)->name;
+        for (size_t i = 0; (alias = tr_op_alias_at(i, NULL)) && k < 159; i++)
+            names[k++] = alias;
         names[k] = NULL;
         const char *guess = diag_suggest(e->op, names);
         char message[160];
@@ -554,6 +587,17 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
             broken = true;
         args[i] = r.v;
         depends = depends || r.depends;
+    }
+    if (!broken && (strcmp(op->name, "max") == 0 || strcmp(op->name, "min") == 0) &&
+        from[1] >= 0 && !e->args[from[1]].keyword && args[1].kind == TR_VALUE_TENSOR) {
+        const struct expr *at = e->args[from[1]].value;
+        diag_error(ev->d, at->line, at->col,
+                   strcmp(op->name, "max") == 0 ? "the larger of two tensors is maximum(x, y)"
+                                                : "the smaller of two tensors is minimum(x, y)",
+                   "%s(x, dim) reduces x along dim; its second argument is not a tensor "
+                   "(did you mean '%s'?)",
+                   op->name, strcmp(op->name, "max") == 0 ? "maximum" : "minimum");
+        broken = true;
     }
     if (broken)
         return false;

@@ -49,7 +49,8 @@ const char *suggest(const char *word, const char *const *candidates)
 {
     const char *best = NULL;
     size_t best_d = (size_t)-1, len = strlen(word);
-    size_t limit = len <= 3 ? 1 : len <= 6 ? 2 : 3;
+    /* one edit in a short word already makes another word (isinf, sin) */
+    size_t limit = len <= 5 ? 1 : len <= 9 ? 2 : 3;
 
     for (size_t i = 0; candidates[i]; i++) {
         size_t d = distance(word, candidates[i]);

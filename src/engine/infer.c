@@ -482,6 +482,19 @@ static tr_status rule_arange(const struct tr__op *op, const struct tr_value *arg
     }
     if (step == 0 || step != step)
         return fail(bad, 2, TR_ERR_INVALID, NAME, "the step must not be zero");
+    if (integers) {
+        /* exactly, past 2**53 too */
+        int64_t lo = b->kind == TR_VALUE_NONE ? 0 : a->integer;
+        int64_t hi = b->kind == TR_VALUE_NONE ? a->integer : b->integer, by = c->integer, span;
+        if (__builtin_sub_overflow(hi, lo, &span))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "too many values");
+        n = (by > 0 && span > 0)   ? (span - 1) / by + 1
+            : (by < 0 && span < 0) ? (span + 1) / by + 1
+                                   : 0;
+        set_tensor(out, ARG(3)->kind == TR_VALUE_DTYPE ? ARG(3)->dtype : TR_DTYPE_I64, 1, &n,
+                   TR_CPU);
+        return TR_OK;
+    }
     count = ceil((stop - start) / step);
     if (!(count >= 0))
         count = 0;

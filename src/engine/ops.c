@@ -168,9 +168,27 @@ const struct tr_op_info *tr_op_at(size_t index)
     return index < NOPS ? &ops[index].info : NULL;
 }
 
+/* The NumPy spellings people type first, where they mean the same. */
+static const char *const aliases[][2] = {
+    {"clip", "clamp"},      {"cat", "concat"}, {"concatenate", "concat"},
+    {"absolute", "abs"},    {"amax", "max"},   {"amin", "min"},
+};
+
+const char *tr_op_alias_at(size_t index, const char **op)
+{
+    if (index >= sizeof aliases / sizeof *aliases)
+        return NULL;
+    if (op)
+        *op = aliases[index][1];
+    return aliases[index][0];
+}
+
 const struct tr_op_info *tr_op_find(const char *name)
 {
     pthread_once(&built, build);
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+        if (strcmp(aliases[i][0], name) == 0)
+            name = aliases[i][1];
     for (size_t i = 0; i < NOPS; i++)
         if (strcmp(ops[i].info.name, name) == 0)
             return &ops[i].info;

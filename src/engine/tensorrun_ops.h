@@ -103,8 +103,12 @@ struct tr_op_info {
 /* The table, in the order `tensorrun ops` lists it. */
 size_t tr_op_count(void);
 const struct tr_op_info *tr_op_at(size_t index);
-/* The op called name, or NULL. */
+/* The op called name, or by one of its aliases (the NumPy spellings clip,
+ * cat, concatenate, absolute, amax, amin), or NULL. */
 const struct tr_op_info *tr_op_find(const char *name);
+/* Alias number index and (in *op, when not NULL) the op it names; NULL
+ * past the last. */
+const char *tr_op_alias_at(size_t index, const char **op);
 
 /*
  * The results of op applied to args: args[i] is the argument for

@@ -34,6 +34,8 @@ assert np.array_equal(got, want), (got, want)
     npy_is b.npy 'np.arange(2 ** 25 - 2, 2 ** 25 + 3)'
     run_tensorrun 0 eval 'arange(3) + 2 ** 62' -o c.npy
     npy_is c.npy 'np.arange(3) + 2 ** 62'
+    run_tensorrun 0 eval 'arange(2 ** 60 + 1, 2 ** 60 + 12, 5)' -o d.npy
+    npy_is d.npy 'np.arange(2 ** 60 + 1, 2 ** 60 + 12, 5)'
 }
 
 @test "a constant result prints as the value it is: 2 ** 3 is 8, 1/3 a double" {

@@ -268,6 +268,10 @@ static void test_precedence(void)
     check_tree("-x.T", "(neg (.T x))");
     check_tree("x.mT @ y", "(matmul (.mT x) y)");
     check_tree("x.T.mT", "(.mT (.T x))");
+    check_tree("x.sum()", "(sum! x)");
+    check_tree("-x.softmax(-1).T", "(neg (.T (softmax! x (neg 1))))");
+    check_tree("(a + b).cast(f16)", "(cast! (add a b) f16)");
+    check_tree("x.shape[0]", "(index (.shape x) 0)");
     check_tree("a < b + 1", "(lt a (add b 1))");
     check_tree("a+1 <= b*2", "(le (add a 1) (mul b 2))");
     check_tree("a > b", "(gt a b)");
