@@ -58,7 +58,7 @@ static void print_usage(FILE *out)
           "  -V, --version  show the version and exit\n"
           "\n"
           "Exit status: 0 success, 1 runtime error, 2 usage error, 3 invalid pipeline,\n"
-          "4 input/output error, 5 out of memory, 130 interrupted.\n"
+          "4 input/output error, 5 out of memory, 130 interrupted, 141 closed pipe.\n"
           "\n"
           "See tensorrun(1).  Report bugs to " PACKAGE_BUGREPORT ".\n",
           out);
@@ -166,6 +166,8 @@ int main(int argc, char **argv)
         print_version();
         return close_stdout(EXIT_OK);
     }
+    if (strcmp(arg, "--") == 0) /* the pipeline follows, whatever its name */
+        return close_stdout(cmd_run(argc, argv));
     if (arg[0] == '-' && arg[1] != '\0')
         return usage_error("unknown option '%s'", arg);
     c = find_command(arg);

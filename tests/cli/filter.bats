@@ -67,7 +67,8 @@ no_temporaries() {
     [ "$output" = "f32[3] [2., 2., 2.]" ]
     # the key is the text after the last ':'; standard input takes one too
     run bash -c '"$0" eval "sum(x)" -i x=-:ids < m.safetensors' "$TENSORRUN"
-    [ "$status" -eq 0 ] && [ "$output" = "6" ]
+    [ "$status" -eq 0 ]
+    [ "$output" = "6" ]
 }
 
 @test "-i NAME=PATH:KEY is the file PATH:KEY when that file exists" {
@@ -146,7 +147,8 @@ no_temporaries() {
     run bash -c '"$0" eval "x[1] > 0" -i x=bo.npy | cat' "$TENSORRUN"
     [ "$output" = "false" ]
     run bash -c '"$0" eval "2 + 3" | cat' "$TENSORRUN"
-    [ "$status" -eq 0 ] && [ "$output" = "5" ]
+    [ "$status" -eq 0 ]
+    [ "$output" = "5" ]
     run bash -c '"$0" eval "y = sum(x); z = y * 2" -i x=a.npy | cat' "$TENSORRUN"
     [ "$output" = "30." ]
     # a tensor of rank 1 or more is still .npy bytes
@@ -214,7 +216,8 @@ for d in ("f64", "f32", "f16"):
         [[ "$output" == *"standard input is a terminal"* ]] || { echo "$cmd: $output"; false; }
         [[ "$output" == *"rc=2"* ]] || { echo "$cmd: $output"; false; }
     done
-    [ ! -e out.npy ] && [ ! -e y.npy ]
+    [ ! -e out.npy ]
+    [ ! -e y.npy ]
     # from a file or a pipe it is read
     run bash -c 'cat a.npy | "$0" eval "sum(x)" -i x=-' "$TENSORRUN"
     [ "$output" = "15." ]
@@ -232,7 +235,8 @@ for d in ("f64", "f32", "f16"):
     run --separate-stderr bash -c '"$0" validate p.yaml -i b=- < a.npy' "$TENSORRUN"
     [ "$status" -eq 2 ]
     run --separate-stderr bash -c '"$0" inspect - - < a.npy' "$TENSORRUN"
-    [ "$status" -eq 2 ] && [ -z "$output" ]
+    [ "$status" -eq 2 ]
+    [ -z "$output" ]
     [ ! -e y.npy ]
 }
 
@@ -255,19 +259,22 @@ for d in ("f64", "f32", "f16"):
 @test "a closed pipe as the shell sees it: 141" {
     set +o pipefail
     run --separate-stderr bash -c '"$0" eval "x * 2" -i x=big.npy | head -c 1 > /dev/null; echo "${PIPESTATUS[0]}"' "$TENSORRUN"
-    [ "$output" = 141 ] && [ -z "$stderr" ]
+    [ "$output" = 141 ]
+    [ -z "$stderr" ]
 }
 
 @test "a closed pipe removes the run's temporary files and replaces no output" {
     echo old > z.npy
     printf 'tensorrun: 1\ninputs: {x: big.npy}\nstages:\n  - name: s\n    do: [y = x + 1, z = y * 2]\noutputs: {y: "-", z: z.npy}\n' > p.yaml
     run closed_pipe p.yaml -q
-    [ "${lines[0]}" = -13 ] && [ "${#lines[@]}" -eq 1 ]
+    [ "${lines[0]}" = -13 ]
+    [ "${#lines[@]}" -eq 1 ]
     [ "$(cat z.npy)" = old ]
     no_temporaries
     # a full disk is still a write error
     run bash -c '"$0" ops > /dev/full' "$TENSORRUN"
-    [ "$status" -eq 4 ] && [[ "$output" == *"write error on standard output"* ]]
+    [ "$status" -eq 4 ]
+    [[ "$output" == *"write error on standard output"* ]]
 }
 
 # ---------------------------------------------------------- interrupts
@@ -305,6 +312,9 @@ for d in ("f64", "f32", "f16"):
     printf 'tensorrun: 1\ninputs: {x: a.npy}\nstages:\n  - name: s\n    do: [y = x * 2]\noutputs: {y: y.npy}\n' > ./-p.yaml
     run_tensorrun 0 run -q -- -p.yaml
     [ -f y.npy ]
+    rm y.npy
+    run_tensorrun 0 -- -p.yaml -q
+    [ -f y.npy ]
     run_tensorrun 0 inspect -- -a.npy
     run_tensorrun 0 convert -- -a.npy b.npy
 }
@@ -322,7 +332,8 @@ for d in ("f64", "f32", "f16"):
     [[ "$stderr" == *"hint: put -- before an expression that starts with -"* ]]
     # a mistyped long option gets a suggestion, in every command
     run_tensorrun 2 eval 'x' --prnt
-    [[ "$stderr" == *"unknown option '--prnt'"* ]] && [[ "$stderr" == *"did you mean '--print'?"* ]]
+    [[ "$stderr" == *"unknown option '--prnt'"* ]]
+    [[ "$stderr" == *"did you mean '--print'?"* ]]
     run_tensorrun 2 inspect --jsn a.npy
     [[ "$stderr" == *"did you mean '--json'?"* ]]
     run_tensorrun 2 convert a.npy b.npy --dtpye f64
@@ -344,19 +355,25 @@ for d in ("f64", "f32", "f16"):
         [ -n "$got" ] && [ "$got" = "$want" ] || { echo "help $c differs"; false; }
     done
     run_tensorrun 0 help run
-    [[ "$output" == *"--memory-limit"* ]] && [[ "$output" == *"NAME=PATH[:KEY]"* ]]
+    [[ "$output" == *"--memory-limit"* ]]
+    [[ "$output" == *"NAME=PATH[:KEY]"* ]]
     run_tensorrun 0 help ops
-    [[ "$output" == *"--json"* ]] && [[ "$output" == *"--roff"* ]] && [[ "$output" == *"[OP...]"* ]]
+    [[ "$output" == *"--json"* ]]
+    [[ "$output" == *"--roff"* ]]
+    [[ "$output" == *"[OP...]"* ]]
     run_tensorrun 0 help eval
-    [[ "$output" == *"--format"* ]] && [[ "$output" == *"--"* ]]
+    [[ "$output" == *"--format"* ]]
+    [[ "$output" == *"--"* ]]
 }
 
 @test "ops OP... lists only the ops named; an unknown one is exit 2 with a suggestion" {
     run_tensorrun 0 ops softmax topk
     [ "$(grep -c '^  [a-z_]*(' <<< "$output")" -eq 2 ]
-    [[ "$output" == *"softmax(x, "* ]] && [[ "$output" == *"topk(x, k"* ]]
+    [[ "$output" == *"softmax(x, "* ]]
+    [[ "$output" == *"topk(x, k"* ]]
     run_tensorrun 0 ops --json topk
-    [ "${#lines[@]}" -eq 1 ] && [[ "$output" == '{"name":"topk"'* ]]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == '{"name":"topk"'* ]]
     run_tensorrun 2 ops softmax sofmax
     [[ "$stderr" == *"unknown op 'sofmax' (did you mean 'softmax'?)"* ]]
     [ -z "$output" ]
