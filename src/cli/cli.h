@@ -38,9 +38,24 @@ bool parse_size(const char *text, uint64_t *out);
 /* A whole decimal integer in [min, max]. */
 bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 
-/* Installs the SIGINT/SIGTERM handler (temporary files removed, exit 130)
- * and ignores SIGPIPE, so that a closed pipe is a write error (exit 4). */
+/* Installs the SIGINT/SIGTERM handler (temporary files removed, one line
+ * on stderr, exit 130) and ignores SIGPIPE, so that a write into a closed
+ * pipe fails and exit_if_stdout_closed can clean up first. */
 void catch_interrupts(void);
+/* After a failed write to standard output: when its reader has gone away
+ * (a closed pipe), removes every temporary file and ends the process as
+ * SIGPIPE does, without a message; returns otherwise. */
+void exit_if_stdout_closed(void);
+/* When standard input is a terminal, reports that it cannot be read as a
+ * tensor (what: who would read it, "input 'x'") and returns true. */
+bool stdin_is_terminal(const char *what);
+
+struct option;
+/* Reports the option getopt_long has just refused (c is '?' or ':'), with
+ * "did you mean" for a long option and, where expression_hint, the hint
+ * that "--" lets a word starting with '-' through.  Returns 2. */
+int option_error(const char *command, int c, int argc, char **argv,
+                 const struct option *longopts, bool expression_hint);
 /* From now on SIGINT and SIGTERM wait until the process ends, whichever
  * thread takes them: for the moment outputs are renamed into place. */
 void hold_interrupts(void);

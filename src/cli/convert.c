@@ -132,10 +132,8 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
         case 'h':
             print_help();
             return EXIT_OK;
-        case ':':
-            return usage_error("convert: option '%s' needs a value", argv[optind - 1]);
         default:
-            return usage_error("convert: unknown option '%s'", argv[optind - 1]);
+            return option_error("convert", c, argc, argv, options, false);
         }
     }
     if (argc - optind != 2)
@@ -246,6 +244,8 @@ static int copy(const struct convert_args *a, struct tio_file *f, enum tio_forma
         hold_interrupts();
         s = tio_output_commit(out);
     }
+    if (s != TR_OK && failed == a->out && strcmp(a->out, "-") == 0)
+        exit_if_stdout_closed();
     if (s != TR_OK)
         msg_error(failed, "%s", tr_last_error());
     tio_output_close(out);
@@ -271,6 +271,8 @@ int cmd_convert(int argc, char **argv)
 
     if (status != EXIT_OK || !a.in)
         return status;
+    if (strcmp(a.in, "-") == 0 && stdin_is_terminal("convert"))
+        return EXIT_USAGE;
     tio_format_from_path(a.in, &in_by_name, &in_compression);
     if (in_by_name == TIO_FORMAT_RAW && !a.raw)
         return usage_error("convert: %s is raw: describe it with --input-dtype and --shape",

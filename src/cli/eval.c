@@ -51,7 +51,9 @@ static void add_params(struct pipeline *p, const struct overrides *o, bool *oom)
     }
 }
 
-static void add_inputs(struct pipeline *p, const struct overrides *o, bool *oom)
+/* -i NAME=PATH[:KEY] for each -i. */
+static void add_inputs(struct pipeline *p, const struct overrides *o, struct diag_list *d,
+                       bool *oom)
 {
     p->inputs = calloc(o->ninputs + 1, sizeof *p->inputs);
     if (!p->inputs) {
@@ -60,9 +62,17 @@ static void add_inputs(struct pipeline *p, const struct overrides *o, bool *oom)
     }
     for (size_t i = 0; i < o->ninputs; i++) {
         struct input *in = &p->inputs[p->ninputs++];
+        const char *value = o->inputs[i].value;
         in->name = dup_or_null(o->inputs[i].name, oom);
-        in->path = dup_or_null(o->inputs[i].value, oom);
         in->format = TIO_FORMAT_UNKNOWN;
+        in->given = true;
+        if (!split_input_source(value, &in->path, &in->key)) {
+            *oom = true;
+        } else if (!*in->path || (in->key && !*in->key)) {
+            diag_error_code(d, EXIT_USAGE, 0, 0, "write -i NAME=PATH, or -i NAME=PATH:KEY",
+                            "-i %s=%s: the %s is empty", o->inputs[i].name, value,
+                            *in->path ? "key" : "path");
+        }
     }
 }
 
@@ -125,38 +135,41 @@ static const char *last_value(const struct stage *st)
     return s && s->ntargets ? s->targets[s->ntargets - 1] : NULL;
 }
 
-static bool add_output(struct pipeline *p, const char *name, const char *path,
-                       struct diag_list *d, bool *oom)
+static struct output *add_output(struct pipeline *p, const struct run_args *a, const char *name,
+                                 const char *path, struct diag_list *d, bool *oom)
 {
     struct output *out = &p->outputs[p->noutputs];
 
     memset(out, 0, sizeof *out);
     out->dtype = TR_DTYPE_COUNT;
     out->format = TIO_FORMAT_NPY;
-    if (strcmp(path, "-") != 0) {
+    if (strcmp(path, "-") == 0 && a->format != TIO_FORMAT_UNKNOWN) {
+        out->format = a->format;
+        out->compression = a->compression;
+    } else if (strcmp(path, "-") != 0) {
         tio_format_from_path(path, &out->format, &out->compression);
         if (out->format == TIO_FORMAT_UNKNOWN) {
             diag_error_code(d, EXIT_USAGE, 0, 0, "name it .npy, .safetensors, .bin or .raw "
                                                  "(each optionally .zst)",
                             "-o %s: cannot tell the format from the name", path);
-            return false;
+            return NULL;
         }
     }
     for (size_t i = 0; i < p->noutputs; i++) {
         if (strcmp(p->outputs[i].path, path) == 0 &&
             (out->format != TIO_FORMAT_SAFETENSORS || strcmp(p->outputs[i].name, name) == 0)) {
             diag_error_code(d, EXIT_USAGE, 0, 0, NULL, "-o: '%s' is named twice", path);
-            return false;
+            return NULL;
         }
     }
     out->name = dup_or_null(name, oom);
     out->path = dup_or_null(path, oom);
     p->noutputs++;
-    return true;
+    return out;
 }
 
-/* -o [NAME=]PATH for each -o; else the last value to standard output (as
- * .npy), unless it is printed as text. */
+/* -o [NAME=]PATH for each -o; else the last value to standard output: as
+ * .npy (or --format), a rank-0 value as a number; or as text (print). */
 static void add_outputs(struct pipeline *p, const struct run_args *a, bool print,
                         struct diag_list *d, bool *oom)
 {
@@ -176,12 +189,15 @@ static void add_outputs(struct pipeline *p, const struct run_args *a, bool print
             if (diag_exit_code(d) == EXIT_OK)
                 diag_error_code(d, EXIT_USAGE, 0, 0, NULL, "-o %s: no value to write", text);
         } else {
-            add_output(p, named ? name : last, named ? eq + 1 : text, d, oom);
+            add_output(p, a, named ? name : last, named ? eq + 1 : text, d, oom);
         }
         free(name);
     }
-    if (a->neval_outputs == 0 && !print && last)
-        add_output(p, last, "-", d, oom);
+    if (a->neval_outputs == 0 && !print && last) {
+        struct output *out = add_output(p, a, last, "-", d, oom);
+        if (out)
+            out->text_if_scalar = a->format == TIO_FORMAT_UNKNOWN;
+    }
 }
 
 static struct pipeline *build(const char *text, struct run_args *a, bool print,
@@ -199,7 +215,7 @@ static struct pipeline *build(const char *text, struct run_args *a, bool print,
     p->text = dup_or_null(text, &oom);
     p->len = strlen(text);
     add_params(p, &a->overrides, &oom);
-    add_inputs(p, &a->overrides, &oom);
+    add_inputs(p, &a->overrides, d, &oom);
     p->stages = calloc(1, sizeof *p->stages);
     if (!p->stages || oom) {
         pipeline_free(p);
@@ -237,9 +253,19 @@ int cmd_eval(int argc, char **argv)
         run_args_free(&a);
         return status < 0 ? EXIT_OK : status;
     }
-    if (argc - optind != 1) {
+    if (a.noperands != 1) {
+        bool flags = false;
+        /* 'eval -n' took the statements '-n' for --dry-run */
+        for (int i = 1; i < argc && a.noperands == 0; i++)
+            flags = flags || (argv[i][0] == '-' && argv[i][1] && argv[i][1] != '-' &&
+                              strspn(argv[i] + 1, "nqv") == strlen(argv[i] + 1));
         run_args_free(&a);
-        return usage_error("eval: expected the statements as one argument (quote them)");
+        if (!flags)
+            return usage_error("eval: expected the statements as one argument (quote them)");
+        msg_error(NULL, "eval: expected the statements as one argument");
+        msg_hint("put -- before an expression that starts with -: tensorrun eval -- '-x' ...");
+        fputs("Try 'tensorrun --help' for more information.\n", stderr);
+        return EXIT_USAGE;
     }
     for (size_t i = 0; i < a.overrides.ninputs; i++)
         for (size_t k = 0; k < i; k++)
@@ -248,9 +274,10 @@ int cmd_eval(int argc, char **argv)
                 run_args_free(&a);
                 return status;
             }
-    print = a.print || (a.neval_outputs == 0 && isatty(STDOUT_FILENO));
-    diag_init(&d, EVAL_PLACE, argv[optind], strlen(argv[optind]));
-    p = build(argv[optind], &a, print, &d);
+    print = a.print ||
+            (a.neval_outputs == 0 && a.format == TIO_FORMAT_UNKNOWN && isatty(STDOUT_FILENO));
+    diag_init(&d, EVAL_PLACE, a.operands[0], strlen(a.operands[0]));
+    p = build(a.operands[0], &a, print, &d);
     if (!p) {
         msg_error(NULL, "out of memory");
         status = EXIT_OOM;

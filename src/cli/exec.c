@@ -129,6 +129,8 @@ static int open_outputs(struct exec *x)
     for (size_t o = 0; o < p->noutputs; o++) {
         const struct output *out = &p->outputs[o];
         struct out_group *g = NULL;
+        if (out->as_text)
+            continue; /* printed at the end */
         for (size_t i = 0; i < x->ngroups && !g; i++)
             if (strcmp(x->groups[i].path, out->path) == 0)
                 g = &x->groups[i];
@@ -217,6 +219,8 @@ static int write_final_outputs(struct exec *x, size_t s, ptrdiff_t k, bool befor
                                                      env_find(&x->env, name);
         }
         if (ready && write_group(x, g) != TR_OK) {
+            if (strcmp(g->path, "-") == 0)
+                exit_if_stdout_closed();
             msg_error(g->path, "%s", tr_last_error());
             return exit_for_status(tr_last_status());
         }
@@ -229,6 +233,8 @@ static int commit_outputs(struct exec *x)
     hold_interrupts();
     for (size_t i = 0; i < x->ngroups; i++) {
         if (tio_output_commit(x->groups[i].file) != TR_OK) {
+            if (strcmp(x->groups[i].path, "-") == 0)
+                exit_if_stdout_closed();
             msg_error(x->groups[i].path, "%s", tr_last_error());
             return exit_for_status(tr_last_status());
         }
@@ -250,6 +256,10 @@ static void close_outputs(struct exec *x)
 /* Whether an output still to be written needs name's current value. */
 static bool awaited_by_output(const struct exec *x, const char *name, size_t s, size_t k)
 {
+    for (size_t o = 0; o < x->p->noutputs; o++)
+        if (x->p->outputs[o].as_text && strcmp(x->p->outputs[o].name, name) == 0 &&
+            is_final(x, name, s, k))
+            return true;
     for (size_t i = 0; i < x->ngroups; i++) {
         const struct out_group *g = &x->groups[i];
         for (size_t m = 0; m < g->nmembers && !g->written; m++)
@@ -526,7 +536,7 @@ static int run_stage(struct exec *x, size_t s)
 
 /* ------------------------------------------------------------ the run */
 
-static int print_value(struct exec *x, const char *name)
+static int print_value(struct exec *x, const char *name, FILE *out)
 {
     const struct binding *b = env_find(&x->env, name);
 
@@ -534,7 +544,7 @@ static int print_value(struct exec *x, const char *name)
         msg_error(NULL, "'%s' has no value to print", name);
         return EXIT_RUNTIME;
     }
-    print_arg(&b->arg, x->o->print_out);
+    print_arg(&b->arg, out);
     return EXIT_OK;
 }
 
@@ -613,7 +623,10 @@ int exec_run(struct plan *plan, const struct run_options *o)
         status = run_stage(&x, s);
     progress_stop(x.progress);
     if (status == EXIT_OK && o->print_name)
-        status = print_value(&x, o->print_name);
+        status = print_value(&x, o->print_name, o->print_out);
+    for (size_t i = 0; i < x.p->noutputs && status == EXIT_OK; i++)
+        if (x.p->outputs[i].as_text)
+            status = print_value(&x, x.p->outputs[i].name, stdout);
     env_free(&x.env);
     tr_scope_end(run_scope, NULL, 0);
     if (status == EXIT_OK)

@@ -169,7 +169,7 @@ int cmd_inspect(int argc, char **argv)
     };
     struct tio_open_options open_options = {.header_only = true};
     bool json = false;
-    int c, status = EXIT_OK;
+    int c, status = EXIT_OK, stdin_seen = 0;
 
     opterr = 0;
     optind = 1;
@@ -185,11 +185,17 @@ int cmd_inspect(int argc, char **argv)
             printf("Usage: tensorrun inspect FILE... [--json]\n");
             return EXIT_OK;
         default:
-            return usage_error("inspect: unknown option '%s'", argv[optind - 1]);
+            return option_error("inspect", c, argc, argv, options, false);
         }
     }
     if (optind >= argc)
         return usage_error("inspect: no file given");
+    for (int i = optind; i < argc; i++)
+        stdin_seen += strcmp(argv[i], "-") == 0;
+    if (stdin_seen > 1)
+        return usage_error("inspect: '-' is named twice; standard input can be read once");
+    if (stdin_seen && stdin_is_terminal("inspect"))
+        return EXIT_USAGE;
     for (int i = optind; i < argc; i++) {
         struct tio_file *f = tio_open(argv[i], &open_options);
         if (!f) {

@@ -16,35 +16,19 @@
 struct command {
     const char *name;
     const char *summary;
-    const char *usage;
     int (*run)(int argc, char **argv);
 };
 
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
-    {"run", "run a pipeline (also: tensorrun PIPELINE.yaml)",
-     "tensorrun run PIPELINE.yaml [-D NAME=VALUE]... [-i NAME=PATH]... [-o NAME=PATH]...\n"
-     "                     [--device DEV] [--threads N] [--memory-limit SIZE] [--keep-cache]\n"
-     "                     [--stats text|json|none] [--stats-file PATH] [--[no-]progress]\n"
-     "                     [--fsync] [-n] [-q] [-v]",
-     cmd_run},
-    {"eval", "run statements given on the command line",
-     "tensorrun eval 'STATEMENTS' [-i NAME=PATH]... [-o [NAME=]PATH]... [--print] [RUN OPTIONS]",
-     cmd_eval},
-    {"inspect", "show what is in tensor files, reading only their headers",
-     "tensorrun inspect FILE... [--json]", cmd_inspect},
-    {"convert", "copy a tensor between formats, dtypes and compression",
-     "tensorrun convert IN OUT [--dtype T] [--key K] [--format F] [--level N]\n"
-     "                         [--input-dtype T --shape D0,D1,... [--offset BYTES]\n"
-     "                          [--strides S0,S1,...]] [--fsync]",
-     cmd_convert},
-    {"validate", "check a pipeline without computing and print its plan",
-     "tensorrun validate PIPELINE.yaml [-D NAME=VALUE]... [-i NAME=PATH]... [-o NAME=PATH]...",
-     cmd_validate},
-    {"ops", "list every op: its signature, dtypes and what it does", "tensorrun ops [--json]",
-     cmd_ops},
-    {"help", "show help for tensorrun or for one command", "tensorrun help [COMMAND]", cmd_help},
+    {"run", "run a pipeline (also: tensorrun PIPELINE.yaml)", cmd_run},
+    {"eval", "run statements given on the command line", cmd_eval},
+    {"inspect", "show what is in tensor files, reading only their headers", cmd_inspect},
+    {"convert", "copy a tensor between formats, dtypes and compression", cmd_convert},
+    {"validate", "check a pipeline without computing and print its plan", cmd_validate},
+    {"ops", "list every op: its signature, dtypes and what it does", cmd_ops},
+    {"help", "show help for tensorrun or for one command", cmd_help},
 };
 
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -74,7 +58,7 @@ static void print_usage(FILE *out)
           "  -V, --version  show the version and exit\n"
           "\n"
           "Exit status: 0 success, 1 runtime error, 2 usage error, 3 invalid pipeline,\n"
-          "4 input/output error, 5 out of memory, 130 interrupted.\n"
+          "4 input/output error, 5 out of memory, 130 interrupted, 141 closed pipe.\n"
           "\n"
           "See tensorrun(1).  Report bugs to " PACKAGE_BUGREPORT ".\n",
           out);
@@ -109,19 +93,31 @@ static int unknown_command(const char *name)
 
 static int cmd_help(int argc, char **argv)
 {
+    static char help_option[] = "--help";
+    char *help_argv[] = {NULL, help_option, NULL};
     const struct command *c;
 
     if (argc > 2)
         return usage_error("help takes at most one command, got '%s' too", argv[2]);
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    if (argc < 2) {
         print_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs("Usage: tensorrun help [COMMAND]\n"
+              "\n"
+              "Show what tensorrun's commands are, or what `tensorrun COMMAND --help` shows.\n"
+              "\n"
+              "See tensorrun(1).\n",
+              stdout);
         return EXIT_OK;
     }
     c = find_command(argv[1]);
     if (!c)
         return unknown_command(argv[1]);
-    printf("Usage: %s\n\n%s.\n", c->usage, c->summary);
-    return EXIT_OK;
+    /* what `COMMAND --help` prints */
+    help_argv[0] = argv[1];
+    return c->run(2, help_argv);
 }
 
 /* `tensorrun PIPELINE.yaml` runs it: a word that names a file, has a
@@ -136,11 +132,15 @@ static bool looks_like_pipeline(const char *arg)
            (n > 4 && strcmp(arg + n - 4, ".yml") == 0);
 }
 
-/* Flushes standard output and reports a failed write (a full disk, a
- * closed pipe) as an input/output error. */
+/* Flushes standard output and reports a failed write (a full disk) as an
+ * input/output error; a closed pipe ends the program as SIGPIPE would. */
 static int close_stdout(int code)
 {
-    if (ferror(stdout) | (fclose(stdout) != 0)) {
+    bool failed = (fflush(stdout) != 0) | ferror(stdout);
+
+    if (failed)
+        exit_if_stdout_closed(); /* before fclose, which closes its descriptor */
+    if (failed | (fclose(stdout) != 0)) {
         msg_error(NULL, "write error on standard output");
         return code == EXIT_OK ? EXIT_IO : code;
     }
@@ -166,6 +166,8 @@ int main(int argc, char **argv)
         print_version();
         return close_stdout(EXIT_OK);
     }
+    if (strcmp(arg, "--") == 0) /* the pipeline follows, whatever its name */
+        return close_stdout(cmd_run(argc, argv));
     if (arg[0] == '-' && arg[1] != '\0')
         return usage_error("unknown option '%s'", arg);
     c = find_command(arg);

@@ -1,15 +1,18 @@
 /*
- * ops.c - `tensorrun ops [--json]`: every op of the table, its signature,
- * the dtypes it takes and one line of doc.
+ * ops.c - `tensorrun ops [OP...] [--json | --roff]`: every op of the table
+ * (or the named ones), its signature, the dtypes it takes and one line of
+ * doc.
  */
 #include "config.h"
 
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "msg.h"
 #include "tensorrun_ops.h"
 
 static void print_json(const struct tr_op_info *op)
@@ -77,6 +80,32 @@ static void print_roff(void)
     }
 }
 
+/* Whether op is one of the n names (every op when n is 0). */
+static bool named(const struct tr_op_info *op, int n, char **names)
+{
+    for (int i = 0; i < n; i++)
+        if (tr_op_find(names[i]) == op)
+            return true;
+    return n == 0;
+}
+
+static int unknown_op(const char *name)
+{
+    const char **names = calloc(tr_op_count() + 1, sizeof *names);
+    const char *guess = NULL;
+
+    for (size_t i = 0; names && i < tr_op_count(); i++)
+        names[i] = tr_op_at(i)->name;
+    if (names)
+        guess = suggest(name, names);
+    if (guess)
+        usage_error("ops: unknown op '%s' (did you mean '%s'?)", name, guess);
+    else
+        usage_error("ops: unknown op '%s'", name);
+    free(names);
+    return EXIT_USAGE;
+}
+
 int cmd_ops(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -99,20 +128,36 @@ int cmd_ops(int argc, char **argv)
         } else if (c == 'j') {
             json = true;
         } else if (c == 'h') {
-            printf("Usage: tensorrun ops [--json | --roff]\n");
+            fputs("Usage: tensorrun ops [OP...] [--json | --roff]\n"
+                  "\n"
+                  "List every op (or the ops named): its signature, the dtypes it takes and\n"
+                  "what it does.\n"
+                  "\n"
+                  "Options:\n"
+                  "      --json  one JSON object per op and line\n"
+                  "      --roff  the ops as the manual tensorrun-pipeline(5) lists them, in roff\n"
+                  "\n"
+                  "See tensorrun(1).\n",
+                  stdout);
             return EXIT_OK;
         } else {
-            return usage_error("ops: unknown option '%s'", argv[optind - 1]);
+            return option_error("ops", c, argc, argv, options, false);
         }
     }
-    if (optind < argc)
-        return usage_error("ops: unexpected argument '%s'", argv[optind]);
+    for (int i = optind; i < argc; i++) {
+        if (!tr_op_find(argv[i]))
+            return unknown_op(argv[i]);
+    }
+    if (roff && optind < argc)
+        return usage_error("ops: --roff lists every op; name none");
     if (roff) {
         print_roff();
         return EXIT_OK;
     }
     for (size_t i = 0; i < tr_op_count(); i++) {
         const struct tr_op_info *op = tr_op_at(i);
+        if (!named(op, argc - optind, argv + optind))
+            continue;
         if (json) {
             print_json(op);
             continue;

@@ -924,6 +924,25 @@ static void parse_inputs(struct ctx *c, const struct ynode *node, struct nameset
     }
 }
 
+bool split_input_source(const char *value, char **path, char **key)
+{
+    const char *colon = strrchr(value, ':');
+
+    *key = NULL;
+    if (!colon || access(value, F_OK) == 0) {
+        *path = strdup(value);
+        return *path != NULL;
+    }
+    *path = strndup(value, (size_t)(colon - value));
+    *key = strdup(colon + 1);
+    if (*path && *key)
+        return true;
+    free(*path);
+    free(*key);
+    *path = *key = NULL;
+    return false;
+}
+
 static void apply_inputs(struct ctx *c, const struct overrides *ov)
 {
     struct pipeline *p = c->p;
@@ -937,7 +956,7 @@ static void apply_inputs(struct ctx *c, const struct overrides *ov)
         struct override *o = &ov->inputs[i];
         struct input *in = NULL;
         char list[512], hint[128];
-        char *path;
+        char *path, *key;
 
         for (size_t j = 0; j < p->ninputs && !in; j++)
             if (strcmp(p->inputs[j].name, o->name) == 0)
@@ -953,12 +972,27 @@ static void apply_inputs(struct ctx *c, const struct overrides *ov)
             diag_error_code(c->d, 2, 0, 0, NULL, "-i %s=: the path is empty", o->name);
             continue;
         }
-        path = dup_text(c, o->value);
-        if (!path)
+        if (!split_input_source(o->value, &path, &key)) {
+            c->oom = true;
             continue;
+        }
+        if (!*path || (key && !*key)) {
+            diag_error_code(c->d, 2, 0, 0, "write -i NAME=PATH, or -i NAME=PATH:KEY",
+                            "-i %s=%s: the %s is empty", o->name, o->value, *path ? "key" : "path");
+            free(path);
+            free(key);
+            continue;
+        }
+        /* the whole source: the pipeline's key, format and raw layout go */
         free(in->path);
+        free(in->key);
         in->path = path;
-        in->path_line = in->path_col = 0;
+        in->key = key;
+        in->path_line = in->path_col = in->key_line = in->key_col = 0;
+        in->format = TIO_FORMAT_UNKNOWN;
+        in->has_raw = false;
+        memset(&in->raw, 0, sizeof in->raw);
+        in->given = true;
         o->used = true;
     }
     free(names);

@@ -40,6 +40,7 @@ struct input {
     int key_line, key_col;
     enum tio_format format; /* UNKNOWN: by content, then by name */
     bool has_raw;           /* dtype and shape given */
+    bool given;             /* by -i NAME=PATH[:KEY], which replaces the whole source */
     struct tio_raw_layout raw;
 };
 
@@ -77,6 +78,8 @@ struct output {
                                UNKNOWN only after an error about it */
     enum tio_compression compression; /* .zst in format: or in the path */
     int format_line, format_col;
+    bool text_if_scalar;    /* eval's standard output: a rank-0 value goes as text */
+    bool as_text;           /* so it does (the planner decides): a number and a newline */
 };
 
 struct pipeline {
@@ -128,6 +131,11 @@ struct overrides {
  * the command line are taken as they are, relative to the working
  * directory.
  */
+/* -i's PATH[:KEY] into *path and *key (NULL when none), both allocated:
+ * value is the path when it names an existing file or has no ':'; else
+ * the text after the last ':' is the key.  false when out of memory. */
+bool split_input_source(const char *value, char **path, char **key);
+
 struct pipeline *pipeline_load(const char *path, const struct overrides *overrides,
                                struct diag_list *diags);
 void pipeline_free(struct pipeline *p);

@@ -179,6 +179,86 @@ static char *describe(const struct tr_value *v, char *buf, size_t size)
 
 /* ------------------------------------------------------------ inputs */
 
+/* "a, b, c": the names of f's tensors, cut short with "..." when they do
+ * not fit in buf. */
+static const char *entry_names(const struct tio_file *f, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (size_t k = 0; k < tio_file_count(f); k++) {
+        const char *name = tio_file_entry(f, k)->name;
+        int n = snprintf(buf + used, size - used, "%s%s", k ? ", " : "", name ? name : "?");
+        if (n < 0 || (size_t)n >= size - used) {
+            memcpy(buf + (used < size - 4 ? used : size - 4), "...", 4);
+            break;
+        }
+        used += (size_t)n;
+    }
+    return buf;
+}
+
+/* The index of the tensor in's key names in f, or -1 after reporting
+ * why there is none (with the closest name, for a typo). */
+static ptrdiff_t find_key(const struct input *in, const struct tio_file *f, struct diag_list *d)
+{
+    ptrdiff_t which = tio_file_find(f, in->key);
+    size_t n = tio_file_count(f);
+    const char **names;
+    const char *guess = NULL;
+    char list[512], hint[600];
+
+    if (which >= 0)
+        return which;
+    if (n == 1 && !tio_file_entry(f, 0)->name) {
+        if (in->given)
+            snprintf(hint, sizeof hint, "leave out the key: -i %s=%s", in->name, in->path);
+        else
+            snprintf(hint, sizeof hint, "leave out key: %s", in->key);
+        diag_error(d, in->key_line, in->key_col, hint,
+                   "input '%s': %s holds one tensor, without a name; a key picks one tensor of "
+                   "a file of several", in->name, in->path);
+        return -1;
+    }
+    names = calloc(n + 1, sizeof *names);
+    for (size_t k = 0; names && k < n; k++)
+        names[k] = tio_file_entry(f, k)->name ? tio_file_entry(f, k)->name : "";
+    if (names)
+        guess = diag_suggest(in->key, names);
+    free(names);
+    entry_names(f, list, sizeof list);
+    if (guess) {
+        snprintf(hint, sizeof hint, "it holds: %s", list);
+        diag_error(d, in->key_line, in->key_col, hint,
+                   "input '%s': %s holds no tensor '%s' (did you mean '%s'?)", in->name,
+                   in->path, in->key, guess);
+    } else {
+        diag_error(d, in->key_line, in->key_col, NULL,
+                   "input '%s': %s holds no tensor '%s' (it holds: %s)", in->name, in->path,
+                   in->key, list);
+    }
+    return -1;
+}
+
+/* An input without a key whose file holds several tensors (or none):
+ * reported, with the way to pick one.  Returns -1. */
+static ptrdiff_t several_tensors(const struct input *in, const struct tio_file *f,
+                                 struct diag_list *d)
+{
+    char list[512], hint[1200];
+
+    entry_names(f, list, sizeof list);
+    if (in->given)
+        snprintf(hint, sizeof hint, "name one with -i %s=%s:NAME; the file holds: %s", in->name,
+                 in->path, list);
+    else
+        snprintf(hint, sizeof hint, "name one with {path: ..., key: NAME}; the file holds: %s",
+                 list);
+    diag_error(d, in->line, in->col, hint, "input '%s': %s holds %zu tensors; which one is meant?",
+               in->name, in->path, tio_file_count(f));
+    return -1;
+}
+
 static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
 {
     struct pipeline *p = plan->pipeline;
@@ -212,32 +292,12 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
                             tr_last_error());
             continue;
         }
-        if (in->key) {
-            which = tio_file_find(pi->file, in->key);
-            if (which < 0) {
-                char names[512] = "";
-                size_t used = 0;
-                for (size_t k = 0; k < tio_file_count(pi->file) && used < sizeof names; k++)
-                    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                             k ? ", " : "", tio_file_entry(pi->file, k)->name);
-                diag_error(d, in->key_line, in->key_col, NULL,
-                           "input '%s': %s holds no tensor '%s' (it holds: %s)", in->name,
-                           in->path, in->key, names);
-                continue;
-            }
-        } else if (tio_file_count(pi->file) != 1) {
-            char names[512] = "", hint[600];
-            size_t used = 0;
-            for (size_t k = 0; k < tio_file_count(pi->file) && used < sizeof names; k++)
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                         k ? ", " : "", tio_file_entry(pi->file, k)->name);
-            snprintf(hint, sizeof hint, "name one with {path: ..., key: NAME}; the file holds: %s",
-                     names);
-            diag_error(d, in->line, in->col, hint,
-                       "input '%s': %s holds %zu tensors; which one is meant?", in->name,
-                       in->path, tio_file_count(pi->file));
+        if (in->key)
+            which = find_key(in, pi->file, d);
+        else if (tio_file_count(pi->file) != 1)
+            which = several_tensors(in, pi->file, d);
+        if (which < 0)
             continue;
-        }
         pi->index = (size_t)which;
         e = tio_file_entry(pi->file, pi->index);
         pi->mapped_bytes = tio_file_mapped_bytes(pi->file) ? e->nbytes : 0;
@@ -1050,6 +1110,12 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
                        out->name, v->unsupported_dtype);
             continue;
         }
+        p->outputs[o].as_text =
+            out->text_if_scalar &&
+            (v->meta.kind == TR_VALUE_INT || v->meta.kind == TR_VALUE_FLOAT ||
+             v->meta.kind == TR_VALUE_BOOL || (v->meta.kind == TR_VALUE_TENSOR && v->meta.ndim == 0));
+        if (out->as_text)
+            continue;
         if (v->meta.kind != TR_VALUE_TENSOR) {
             diag_error(d, out->line, out->col, NULL, "output '%s' is %s, not a tensor", out->name,
                        v->param ? "a param" : "a constant");

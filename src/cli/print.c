@@ -17,9 +17,29 @@
 #define PRINT_THRESHOLD 1000
 #define EDGE_ITEMS 3
 
-/* Shortest text of x that reads back as the same value of dtype. */
+/* Whether text reads back as x's value in dtype. */
+static bool reads_back(const char *text, double x, enum tr_dtype dtype)
+{
+    double back = strtod(text, NULL);
+
+    switch (dtype) {
+    case TR_DTYPE_F16: return tr_f64_to_f16(back) == tr_f64_to_f16(x);
+    case TR_DTYPE_BF16: return tr_f64_to_bf16(back) == tr_f64_to_bf16(x);
+    case TR_DTYPE_F32: return (float)back == (float)x;
+    default: return back == x;
+    }
+}
+
+/* Shortest text of x that reads back as the same value of dtype: the
+ * fewest significant digits that do, written positionally between 1e-4
+ * and 1e16 (as NumPy prints), in scientific notation elsewhere. */
 static void format_float(double x, enum tr_dtype dtype, char *buf, size_t size)
 {
+    char sci[40], digits[24], out[48]; /* positional: at most 17 digits, 4 zeros, 16 places */
+    size_t n = 0, used = 0;
+    int exponent;
+    const char *p;
+
     if (isnan(x)) {
         snprintf(buf, size, "nan");
         return;
@@ -28,33 +48,43 @@ static void format_float(double x, enum tr_dtype dtype, char *buf, size_t size)
         snprintf(buf, size, x < 0 ? "-inf" : "inf");
         return;
     }
-    for (int digits = 1; digits <= 17; digits++) {
-        double back;
-        bool same;
-        int exponent = x != 0 ? (int)floor(log10(fabs(x))) : 0;
-        /* positional between 1e-4 and 1e16, as NumPy prints */
-        if (x == 0 || (fabs(x) >= 1e-4 && fabs(x) < 1e16))
-            snprintf(buf, size, "%.*f", digits - 1 - exponent > 0 ? digits - 1 - exponent : 0, x);
-        else
-            snprintf(buf, size, "%.*g", digits, x);
-        back = strtod(buf, NULL);
-        switch (dtype) {
-        case TR_DTYPE_F16: same = tr_f64_to_f16(back) == tr_f64_to_f16(x); break;
-        case TR_DTYPE_BF16: same = tr_f64_to_bf16(back) == tr_f64_to_bf16(x); break;
-        case TR_DTYPE_F32: same = (float)back == (float)x; break;
-        default: same = back == x;
-        }
-        if (same)
+    for (int d = 1; d <= 17; d++) {
+        snprintf(sci, sizeof sci, "%.*e", d - 1, x);
+        if (reads_back(sci, x, dtype))
             break;
     }
-    if (strchr(buf, '.') && !strpbrk(buf, "e")) {
-        size_t n = strlen(buf);
-        while (n > 0 && buf[n - 1] == '0')
-            buf[--n] = '\0';
+    /* sci is "-D.DDDDe+XX": its digits, and the power of ten of the first */
+    for (p = sci; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && n < sizeof digits - 1)
+            digits[n++] = *p;
+    while (n > 1 && digits[n - 1] == '0')
+        n--;
+    digits[n] = '\0';
+    exponent = *p == 'e' ? (int)strtol(p + 1, NULL, 10) : 0;
+    if (x != 0 && (fabs(x) < 1e-4 || fabs(x) >= 1e16)) {
+        snprintf(buf, size, "%s%c%s%se%c%02d", signbit(x) ? "-" : "", digits[0],
+                 n > 1 ? "." : "", digits + 1, exponent < 0 ? '-' : '+', abs(exponent));
+        return;
     }
-    /* a whole number keeps a point, so that 2.0 does not read as an integer */
-    if (!strpbrk(buf, ".en"))
-        strncat(buf, ".", size - strlen(buf) - 1);
+    /* positional: the digits, with zeros up to the point or after it */
+    if (signbit(x))
+        out[used++] = '-';
+    if (exponent < 0) {
+        out[used++] = '0';
+        out[used++] = '.';
+        for (int i = 0; i < -exponent - 1; i++)
+            out[used++] = '0';
+        for (size_t i = 0; i < n; i++)
+            out[used++] = digits[i];
+    } else {
+        for (int i = 0; i <= exponent; i++)
+            out[used++] = (size_t)i < n ? digits[i] : '0';
+        out[used++] = '.';
+        for (size_t i = (size_t)exponent + 1; i < n; i++)
+            out[used++] = digits[i];
+    }
+    out[used] = '\0';
+    snprintf(buf, size, "%s", out);
 }
 
 static void format_element(const struct tr_tensor *t, const int64_t *index, char *buf, size_t size)

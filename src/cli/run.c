@@ -18,7 +18,7 @@
 
 enum {
     OPT_DEVICE = 256, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS, OPT_STATS_FILE,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT
+    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT
 };
 
 static const struct option options[] = {
@@ -38,13 +38,16 @@ static const struct option options[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"print", no_argument, NULL, OPT_PRINT},
+    {"format", required_argument, NULL, OPT_FORMAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
 
 static const char run_options_help[] =
     "  -D, --set NAME=VALUE     set a pipeline parameter (repeatable)\n"
-    "  -i, --input NAME=PATH    read input NAME from PATH ('-' is standard input)\n"
+    "  -i, --input NAME=PATH[:KEY]\n"
+    "                           read input NAME from PATH ('-' is standard input);\n"
+    "                           :KEY picks one tensor of a .safetensors file\n"
     "      --device DEV         default device: cpu, cuda, cuda:N or auto\n"
     "      --threads N          CPU threads (default: every online core)\n"
     "      --memory-limit SIZE  cap on the pool's reserved bytes (512M, 2G, 1.5GiB)\n"
@@ -66,10 +69,14 @@ static void print_help(bool eval)
               "Run statements separated by ';' (or one bare expression, whose value is called\n"
               "'out') as a one-stage pipeline.  Without -o, the last value goes to standard\n"
               "output: as .npy bytes into a pipe or file, as text on a terminal or with --print.\n"
+              "A rank-0 value goes as a number and a newline, into a pipe or file too.\n"
+              "Put -- before statements that start with '-': tensorrun eval -- '-x' -i x=a.npy\n"
               "\n"
               "Options:\n"
               "  -o, --output [NAME=]PATH write NAME (default: the last value bound) to PATH\n"
-              "      --print              print the last value as text on standard output\n",
+              "      --print              print the last value as text on standard output\n"
+              "      --format FORMAT      write bytes to standard output, even of a rank-0\n"
+              "                           value: npy, safetensors or raw (optionally .zst)\n",
               stdout);
     else
         fputs("Usage: tensorrun run PIPELINE.yaml [OPTIONS]\n"
@@ -165,36 +172,102 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
             return usage_error("run: unknown option '--print'");
         a->print = true;
         return EXIT_OK;
+    case OPT_FORMAT: {
+        char word[32];
+        size_t len = strlen(arg);
+        bool zstd = len > 4 && strcmp(arg + len - 4, ".zst") == 0;
+        if (!eval)
+            return usage_error("run: unknown option '--format' (an output's format: follows "
+                               "its name, or format: in the pipeline)");
+        snprintf(word, sizeof word, "%.*s", (int)(zstd ? len - 4 : len), arg);
+        if (len >= sizeof word || tio_format_parse(word, &a->format) != TR_OK ||
+            a->format == TIO_FORMAT_UNKNOWN)
+            return usage_error("eval: --format: unknown format '%s' (expected npy, safetensors "
+                               "or raw, each optionally followed by .zst)", arg);
+        a->compression = zstd ? TIO_COMPRESSION_ZSTD : TIO_COMPRESSION_NONE;
+        return EXIT_OK;
+    }
     default:
         return usage_error("unknown option");
     }
 }
 
+/* Whether word, an option of the command line, takes the next word as
+ * its value ("-i", "-qo", "--input", not "--input=x"). */
+static bool takes_next_word(const char *word, const char *shortopts)
+{
+    size_t len = strlen(word);
+
+    if (word[0] != '-' || len < 2)
+        return false;
+    if (word[1] == '-') {
+        if (strchr(word, '='))
+            return false;
+        for (const struct option *o = options; o->name; o++)
+            if (strcmp(word + 2, o->name) == 0)
+                return o->has_arg == required_argument;
+        return false;
+    }
+    for (size_t i = 1; i < len; i++) {
+        const char *at = strchr(shortopts, word[i]);
+        if (at && at[1] == ':')
+            return i == len - 1; /* "-iNAME=PATH" holds its value */
+    }
+    return false;
+}
+
 int run_args_parse(int argc, char **argv, bool eval, struct run_args *a)
 {
+    static const char shortopts[] = ":D:i:o:nqvh";
     const char *command = eval ? "eval" : "run";
+    bool ended = false;
+    int n = 0;
 
     memset(a, 0, sizeof *a);
     a->options.stats = eval ? REPORT_NONE : REPORT_TEXT;
     a->options.stats_out = stderr;
+    /* "--" ends the options: the word after it is the operand, whatever it
+     * looks like ('-x' as statements); options may still follow it */
+    a->args = calloc((size_t)argc + 1, sizeof *a->args);
+    if (!a->args) {
+        msg_error(NULL, "out of memory");
+        return EXIT_OOM;
+    }
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && !ended && strcmp(argv[i], "--") == 0 &&
+            !takes_next_word(argv[i - 1], shortopts)) {
+            ended = true;
+            if (i + 1 < argc)
+                a->protected_operand = argv[++i];
+            continue;
+        }
+        a->args[n++] = argv[i];
+    }
     opterr = 0;
     optind = 1;
     for (;;) {
-        int c = getopt_long(argc, argv, ":D:i:o:nqvh", options, NULL), status;
+        int c = getopt_long(n, a->args, shortopts, options, NULL), status;
         if (c == -1)
             break;
         if (c == 'h') {
             print_help(eval);
             return -1;
         }
-        if (c == ':')
-            return usage_error("%s: option '%s' needs a value", command, argv[optind - 1]);
-        if (c == '?')
-            return usage_error("%s: unknown option '%s'", command, argv[optind - 1]);
+        if (c == ':' || c == '?')
+            return option_error(command, c, n, a->args, options, eval);
         status = parse_one(c, optarg, eval, a);
         if (status != EXIT_OK)
             return status;
     }
+    if (a->protected_operand)
+        a->operands[a->noperands++] = a->protected_operand;
+    for (int i = optind; i < n; i++) {
+        if (a->noperands < 2)
+            a->operands[a->noperands] = a->args[i];
+        a->noperands++;
+    }
+    if (a->print && a->format != TIO_FORMAT_UNKNOWN)
+        return usage_error("eval: --print writes text, --format bytes: give one of them");
     if (a->quiet && !a->stats_given)
         a->options.stats = REPORT_NONE;
     if (a->quiet && a->options.progress == PROGRESS_AUTO)
@@ -207,13 +280,37 @@ void run_args_free(struct run_args *a)
     overrides_free(&a->overrides);
     free(a->eval_outputs);
     a->eval_outputs = NULL;
+    free(a->args);
+    a->args = NULL;
+}
+
+int check_standard_input(const struct pipeline *p)
+{
+    const char *first = NULL;
+    char what[128];
+
+    for (size_t i = 0; i < p->ninputs; i++) {
+        const struct input *in = &p->inputs[i];
+        if (!in->path || strcmp(in->path, "-") != 0)
+            continue;
+        if (first)
+            return usage_error("inputs '%s' and '%s' both read standard input ('-'), which can "
+                               "be read once", first, in->name);
+        first = in->name;
+    }
+    snprintf(what, sizeof what, "input '%s'", first ? first : "");
+    return first && stdin_is_terminal(what) ? EXIT_USAGE : EXIT_OK;
 }
 
 int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
 {
     struct plan *plan;
-    int status;
+    int status = check_standard_input(p);
 
+    if (status != EXIT_OK) {
+        diag_print(d, stderr);
+        return status;
+    }
     if (a->device_given) {
         p->has_device = true;
         p->device_auto = a->device_auto;
@@ -258,13 +355,13 @@ int cmd_run(int argc, char **argv)
         run_args_free(&a);
         return status < 0 ? EXIT_OK : status;
     }
-    if (argc - optind != 1) {
+    if (a.noperands != 1) {
         run_args_free(&a);
         return usage_error("run: expected one pipeline file%s",
-                           argc - optind > 1 ? ", and options after it" : "");
+                           a.noperands > 1 ? ", and options after it" : "");
     }
-    diag_init(&d, argv[optind], NULL, 0);
-    p = pipeline_load(argv[optind], &a.overrides, &d);
+    diag_init(&d, a.operands[0], NULL, 0);
+    p = pipeline_load(a.operands[0], &a.overrides, &d);
     if (p) {
         status = run_loaded(p, &d, &a);
     } else {

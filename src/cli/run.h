@@ -18,18 +18,30 @@ struct run_args {
     struct tr_device device;
     bool stats_given, quiet, dry_run;
     const char *stats_file;
+    char **args;                 /* argv without "--" and the word after it */
+    const char *protected_operand; /* the word after "--" */
+    const char *operands[2];     /* the first two operands (the pipeline, the statements) */
+    int noperands;               /* how many there are */
     /* eval only */
     bool print;                  /* --print: text on stdout, whatever it is */
     const char **eval_outputs;   /* -o values, with or without NAME= */
     size_t neval_outputs;
+    enum tio_format format;      /* --format: bytes of this format on stdout; UNKNOWN */
+    enum tio_compression compression;
 };
 
 /* Parses argv (argv[0] is the command's name) into a and returns EXIT_OK,
  * a usage error's status, or -1 after --help (printed).  eval takes
- * --print and -o [NAME=]PATH; run takes -o NAME=PATH.  The operands (the
- * pipeline, or the statements) are left at argv[optind..argc). */
+ * --print, --format and -o [NAME=]PATH; run takes -o NAME=PATH.  The
+ * operands (the pipeline, or the statements) are counted in a->noperands,
+ * the first two in a->operands; "--" makes the word after it an operand,
+ * and options may follow that word. */
 int run_args_parse(int argc, char **argv, bool eval, struct run_args *a);
 void run_args_free(struct run_args *a);
+
+/* Exit 2 (reported) when two inputs of p read standard input, or the one
+ * that does would read a terminal; else EXIT_OK. */
+int check_standard_input(const struct pipeline *p);
 
 /* Plans p (its diagnostics into d, printed here), then prints the plan for
  * a dry run or executes it.  Returns the exit status. */

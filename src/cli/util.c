@@ -4,6 +4,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -120,24 +123,36 @@ bool parse_size(const char *text, uint64_t *out)
 
 /* Set once the outputs are being renamed into place. */
 static volatile sig_atomic_t holding;
+/* The line an interruption prints, made before any signal can come. */
+static char interrupted_line[128];
+static size_t interrupted_len;
 
-/* SIGINT and SIGTERM: no temporary file survives, no output is replaced;
- * or, once the renames have begun, all of them finish.  The main thread
- * blocks the signals then, but another thread (an idle OpenMP worker)
- * may still be the one that takes them. */
+/* SIGINT and SIGTERM: no temporary file survives, no output is replaced,
+ * and one line says so; or, once the renames have begun, all of them
+ * finish.  The main thread blocks the signals then, but another thread
+ * (an idle OpenMP worker) may still be the one that takes them. */
 static void on_interrupt(int sig)
 {
+    ssize_t ignored;
+
     (void)sig;
     if (holding)
         return;
     tio_remove_temporaries();
+    ignored = write(STDERR_FILENO, interrupted_line, interrupted_len);
+    (void)ignored;
     _exit(EXIT_INTERRUPTED);
 }
 
 void catch_interrupts(void)
 {
     struct sigaction sa;
+    bool c = msg_color();
+    int n = snprintf(interrupted_line, sizeof interrupted_line,
+                     "tensorrun: %serror:%s interrupted; no output file was replaced\n",
+                     c ? "\033[1;31m" : "", c ? "\033[0m" : "");
 
+    interrupted_len = n > 0 && (size_t)n < sizeof interrupted_line ? (size_t)n : 0;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
@@ -155,4 +170,90 @@ void hold_interrupts(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Whether standard output is a pipe or socket that nothing reads any
+ * more: poll reports an error (or a hang-up) on its write end then. */
+static bool stdout_reader_gone(void)
+{
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    struct stat st;
+
+    if (fstat(STDOUT_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return false;
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+void exit_if_stdout_closed(void)
+{
+    sigset_t set;
+
+    if (!stdout_reader_gone())
+        return;
+    tio_remove_temporaries();
+    signal(SIGPIPE, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(SIGPIPE);
+    _exit(128 + SIGPIPE); /* not reached: SIGPIPE's default action ends the process */
+}
+
+bool stdin_is_terminal(const char *what)
+{
+    if (!isatty(STDIN_FILENO))
+        return false;
+    msg_error(NULL, "standard input is a terminal; %s reads a tensor from it", what);
+    msg_hint("redirect a file into it (< data.npy) or pipe one in (cat data.npy | tensorrun ...)");
+    return true;
+}
+
+/* Whether getopt_long, having refused short option opt, is still inside
+ * the word argv[optind] ("-bo" after refusing 'b'); else it has just left
+ * argv[optind - 1]. */
+static bool inside_word(int argc, char **argv, int opt)
+{
+    const char *w = optind < argc ? argv[optind] : NULL;
+
+    return w && w[0] == '-' && w[1] && w[1] != '-' && strchr(w + 1, opt);
+}
+
+int option_error(const char *command, int c, int argc, char **argv,
+                 const struct option *longopts, bool expression_hint)
+{
+    bool inside = optopt > 0 && optopt < 256 && inside_word(argc, argv, optopt);
+    const char *word = inside ? argv[optind] : argv[optind - 1];
+    bool is_long = !inside && word[0] == '-' && word[1] == '-';
+    char name[64];
+
+    if (is_long)
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(word, "="), word);
+    else
+        snprintf(name, sizeof name, "-%c", optopt);
+    if (c == ':')
+        return usage_error("%s: option '%s' needs a value", command, name);
+    if (is_long && optopt != 0)
+        return usage_error("%s: option '%s' takes no value", command, name);
+    if (!is_long && strlen(word) > 2)
+        msg_error(NULL, "%s: unknown option '%s' (in '%s')", command, name, word);
+    else
+        msg_error(NULL, "%s: unknown option '%s'", command, name);
+    if (is_long) {
+        const char *names[65], *guess;
+        char spelled[64][40];
+        size_t n = 0;
+        for (; longopts && longopts[n].name && n < 64; n++) {
+            snprintf(spelled[n], sizeof spelled[n], "--%s", longopts[n].name);
+            names[n] = spelled[n];
+        }
+        names[n] = NULL;
+        guess = suggest(name, names);
+        if (guess)
+            msg_hint("did you mean '%s'?", guess);
+    } else if (expression_hint) {
+        msg_hint("put -- before an expression that starts with -: tensorrun %s -- '%s' ...",
+                 command, word);
+    }
+    fputs("Try 'tensorrun --help' for more information.\n", stderr);
+    return EXIT_USAGE;
 }

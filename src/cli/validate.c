@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "msg.h"
 #include "plan.h"
+#include "run.h"
 
 /* Appends "NAME=VALUE" to a list of overrides; false (after a usage
  * error) when it is malformed. */
@@ -95,9 +96,7 @@ int cmd_validate(int argc, char **argv)
         }
         if (c == ':' || c == '?') {
             overrides_free(&o);
-            return usage_error(c == ':' ? "validate: option '%s' needs a value"
-                                        : "validate: unknown option '%s'",
-                               argv[optind - 1]);
+            return option_error("validate", c, argc, argv, options, false);
         }
         if (!parse_override(c, optarg, &o)) {
             overrides_free(&o);
@@ -110,9 +109,11 @@ int cmd_validate(int argc, char **argv)
     }
     diag_init(&d, argv[optind], NULL, 0);
     p = pipeline_load(argv[optind], &o, &d);
-    if (p)
+    status = p ? check_standard_input(p) : EXIT_OK;
+    if (p && status == EXIT_OK)
         plan = plan_build(p, &d, false);
-    status = diag_exit_code(&d);
+    if (status == EXIT_OK)
+        status = diag_exit_code(&d);
     diag_print(&d, stderr);
     if (status == EXIT_OK && plan)
         plan_print(plan, stdout);

@@ -527,15 +527,16 @@ outputs: {y: y.npy}'
     no_temporaries
 }
 
-@test "SIGINT during a long stage: exit 130, nothing replaced, no temporary file" {
+@test "SIGINT during a long stage: exit 130, one line, nothing replaced, no temporary file" {
     echo "old" > y.npy
     long_pipeline
-    "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
+    "$TENSORRUN" p.yaml -q --threads 1 2> err & pid=$!
     sleep 1
     kill -INT $pid
     status=0
     wait $pid || status=$?
     [ "$status" -eq 130 ]
+    [ "$(cat err)" = "tensorrun: error: interrupted; no output file was replaced" ]
     [ "$(cat y.npy)" = old ]
     [ ! -e x.npy ]
     no_temporaries
@@ -578,12 +579,13 @@ outputs: {y: y.npy, z: z.npy}'
 
 @test "SIGTERM has the same effect as SIGINT" {
     long_pipeline
-    "$TENSORRUN" p.yaml -q --threads 1 & pid=$!
+    "$TENSORRUN" p.yaml -q --threads 1 2> err & pid=$!
     sleep 1
     kill -TERM $pid
     status=0
     wait $pid || status=$?
     [ "$status" -eq 130 ]
+    [ "$(cat err)" = "tensorrun: error: interrupted; no output file was replaced" ]
     [ ! -e x.npy ] && [ ! -e y.npy ]
     no_temporaries
 }
