@@ -136,3 +136,14 @@ assert np.allclose(c, np.cov(x.T), rtol=1e-5, atol=1e-7), (c, np.cov(x.T))'
     run_tensorrun 3 eval 'numel(2)'
     [[ "$stderr" == *"numel takes a tensor"* ]]
 }
+
+@test "result dtypes of every dtype pair, rank 0 and numbers included, are PyTorch's (promotion.py)" {
+    if ! "$PY" -c 'import torch' 2>/dev/null; then
+        [ "${CI:-}" != true ] || fail "PyTorch (python3-torch) is missing, and CI installs it"
+        skip "PyTorch (python3-torch) is not installed"
+    fi
+    mkdir -p p
+    run "$PY" "$TR_SRCDIR/tests/python/promotion.py" "$TENSORRUN" "$BATS_TEST_TMPDIR/p"
+    echo "$output" | grep -v Warning | tail -n 30
+    [ "$status" -eq 0 ]
+}
