@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Integer operands: matmul, dot and outer of integers are exact and wrap
-# around as NumPy's do.
+# Integer and bool operands: matmul, dot and outer of integers are exact
+# and wrap around as NumPy's do; sort, argsort and topk take bool.
 
 bats_require_minimum_version 1.5.0
 
@@ -46,11 +46,22 @@ assert np.array_equal(got, want), (got, want)
     [ ! -e r.npy ]
 }
 
-@test "ops --json lists the dtypes matmul, dot and outer take" {
+@test "sort, argsort and topk take bool: false before true, stable" {
+    run_tensorrun 0 eval 'v, i = sort(m, descending=true); j = argsort(m.T, dim=0); t, k = topk(m, 3)' \
+        -i m=m.npy -o v=v.npy -o i=i.npy -o j=j.npy -o t=t.npy -o k=k.npy
+    npy_is v.npy 'np.sort(m)[:, ::-1]'
+    npy_is i.npy 'np.argsort(~m, kind="stable")'
+    npy_is j.npy 'np.argsort(m.T, axis=0, kind="stable")'
+    npy_is t.npy 'np.sort(m)[:, ::-1][:, :3]'
+    npy_is k.npy 'np.argsort(~m, kind="stable")[:, :3]'
+}
+
+@test "ops --json lists the dtypes matmul, dot, outer and the sorts take" {
     run_tensorrun 0 ops --json
     "$PY" -c '
 import json, sys
 ops = {o["name"]: o["dtypes"] for o in map(json.loads, sys.argv[1].splitlines())}
 assert ops["matmul"] == ops["dot"] == "numbers (not bool)", ops["matmul"]
-assert ops["outer"] == "any dtype", ops["outer"]' "$output"
+for op in ("outer", "sort", "argsort", "topk"):
+    assert ops[op] == "any dtype", (op, ops[op])' "$output"
 }

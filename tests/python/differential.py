@@ -11,7 +11,8 @@ in i64/u64.  Inputs are broadcast, strided (x.T, x[::2, 1:], x[::-1, ::-2],
 x.mT, x[..., None]), 0-d and empty; reductions take negative dims, lists of
 dims and keepdim; float inputs carry NaN, +-inf and -0.0; integer arithmetic
 must wrap, integer matmul, dot and outer included (the exact sum of products
-modulo 2**bits, over random dtypes, shapes, batches and views).
+modulo 2**bits, over random dtypes, shapes, batches and views); bool sorts
+false before true.
 
 Integer, bool, copy, view, cast and index results must match exactly.  Float
 results must lie within a tolerance fitted to the dtype and the op: f32/f64
@@ -1511,6 +1512,9 @@ def self_check():
     for desc in (False, True):
         t = torch.sort(torch.from_numpy(a), dim=-1, descending=desc, stable=True)
         assert (stable_order(a, -1, desc) == t.indices.numpy()).all()
+        ab = a > 0           # bool: false before true, true first when descending
+        t = torch.sort(torch.from_numpy(ab), dim=-1, descending=desc, stable=True)
+        assert (stable_order(ab, -1, desc) == t.indices.numpy()).all(), "bool sort order"
     # integer products wrap around: the exact reference is NumPy's and PyTorch's
     for d in INTS:
         x, y = gen(d, (2, 5, 40), "full"), gen(d, (40, 3), "full")

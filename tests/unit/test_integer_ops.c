@@ -1,8 +1,9 @@
 /*
  * test_integer_ops.c - integer and bool operands of the ops that used to
- * take floats only: matmul, dot and outer of integers (exact, wrapping
- * around modulo 2^bits of the result's dtype; strided, transposed,
- * batched and broadcast operands; mixed dtypes; any thread count).
+ * take floats or numbers only: matmul, dot and outer of integers (exact,
+ * wrapping around modulo 2^bits of the result's dtype; strided,
+ * transposed, batched and broadcast operands; mixed dtypes; any thread
+ * count), and sort, argsort and topk of bool.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,55 @@ static void test_threads(void)
 #endif
 }
 
+static void test_bool_sort(void)
+{
+    uint8_t v[6] = {1, 0, 1, 0, 0, 1};
+    struct tr_tensor *x = tr_from_data(v, TR_DTYPE_BOOL, 1, (int64_t[]){6}, TR_CPU);
+    struct tr_tensor *r[TR_OP_MAX_RESULTS] = {NULL};
+
+    run2("sort", (struct tr_arg[]){tensor_arg(x)}, 1, r);
+    ok(is(r[0], TR_DTYPE_BOOL, 1, (int64_t[]){6}) &&
+           values(r[0], (double[]){0, 0, 0, 1, 1, 1}, 6) &&
+           values(r[1], (double[]){1, 3, 4, 0, 2, 5}, 6),
+       "sort of bool: false before true, stable");
+    tr_release(r[1]);
+    tr_release(r[0]);
+    memset(r, 0, sizeof r);
+    run2("sort", (struct tr_arg[]){tensor_arg(x), int_arg(-1), bool_arg(true)}, 3, r);
+    ok(r[0] && values(r[0], (double[]){1, 1, 1, 0, 0, 0}, 6) &&
+           values(r[1], (double[]){0, 2, 5, 1, 3, 4}, 6),
+       "descending: true first, still stable");
+    tr_release(r[1]);
+    tr_release(r[0]);
+    memset(r, 0, sizeof r);
+    run2("topk", (struct tr_arg[]){tensor_arg(x), int_arg(2)}, 2, r);
+    ok(is(r[0], TR_DTYPE_BOOL, 1, (int64_t[]){2}) && values(r[0], (double[]){1, 1}, 2) &&
+           values(r[1], (double[]){0, 2}, 2),
+       "topk of bool: the first trues");
+    tr_release(r[1]);
+    tr_release(r[0]);
+    memset(r, 0, sizeof r);
+    run2("topk", (struct tr_arg[]){tensor_arg(x), int_arg(4), int_arg(0), bool_arg(false)}, 4, r);
+    ok(r[0] && values(r[0], (double[]){0, 0, 0, 1}, 4) && values(r[1], (double[]){1, 3, 4, 0}, 4),
+       "topk smallest of bool: the falses, then the first true");
+    tr_release(r[1]);
+    tr_release(r[0]);
+    {
+        /* argsort along dim 0 of a transposed view */
+        uint8_t m[6] = {1, 0, 0, 1, 1, 0}; /* [2,3]; its transpose [3,2] */
+        struct tr_tensor *t = tr_from_data(m, TR_DTYPE_BOOL, 2, (int64_t[]){2, 3}, TR_CPU);
+        struct tr_tensor *tt = tr_transpose(t, 0, 1); /* [[1,1],[0,1],[0,0]] */
+        struct tr_tensor *ix = run("argsort", (struct tr_arg[]){tensor_arg(tt), int_arg(0)}, 2);
+        ok(is(ix, TR_DTYPE_I64, 2, (int64_t[]){3, 2}) &&
+               values(ix, (double[]){1, 2, 2, 0, 0, 1}, 6),
+           "argsort of a transposed bool view along dim 0");
+        tr_release(ix);
+        tr_release(tt);
+        tr_release(t);
+    }
+    tr_release(x);
+}
+
 int main(void)
 {
     test_known_wraps();
@@ -348,5 +398,6 @@ int main(void)
     test_batched();
     test_empty();
     test_threads();
+    test_bool_sort();
     return done_testing();
 }
