@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Integer and bool operands: matmul, dot and outer of integers are exact
-# and wrap around as NumPy's do; sort, argsort and topk take bool.
+# and wrap around as NumPy's do; sort, argsort and topk take bool; an
+# integer raised to a negative integer power is a runtime error.
 
 bats_require_minimum_version 1.5.0
 
@@ -14,7 +15,9 @@ rng = np.random.default_rng(9)
 big = np.iinfo(np.int64)
 np.save("a.npy", rng.integers(big.min, big.max, (3, 70, 40), dtype=np.int64, endpoint=True))
 np.save("b.npy", rng.integers(big.min, big.max, (40, 90), dtype=np.int64, endpoint=True))
-np.save("m.npy", rng.integers(0, 2, (4, 9)).astype(bool))'
+np.save("m.npy", rng.integers(0, 2, (4, 9)).astype(bool))
+np.save("base.npy", np.array([2, 3, 4], dtype=np.int64))
+np.save("neg.npy", np.array([1, -1, 2], dtype=np.int32))'
 }
 
 # npy_is FILE EXPR: the .npy FILE equals the NumPy expression EXPR exactly
@@ -54,6 +57,17 @@ assert np.array_equal(got, want), (got, want)
     npy_is j.npy 'np.argsort(m.T, axis=0, kind="stable")'
     npy_is t.npy 'np.sort(m)[:, ::-1][:, :3]'
     npy_is k.npy 'np.argsort(~m, kind="stable")[:, :3]'
+}
+
+@test "an integer to a negative integer tensor power is exit 1, and nothing is written" {
+    run_tensorrun 1 eval 'r = x ** y' -i x=base.npy -i y=neg.npy -o r=r.npy
+    [[ "$stderr" == *"pow: integers to negative integer powers are not allowed"* ]]
+    [ ! -e r.npy ]
+    run bash -c '"$0" eval "x ** y" -i x=base.npy -i y=neg.npy > out.npy' "$TENSORRUN"
+    [ "$status" -eq 1 ]
+    [ ! -s out.npy ]
+    run_tensorrun 0 eval 'r = cast(x, f64) ** y' -i x=base.npy -i y=neg.npy -o r=f.npy
+    "$PY" -c 'import numpy as np; assert np.load("f.npy").tolist() == [2.0, 1 / 3, 16.0]'
 }
 
 @test "ops --json lists the dtypes matmul, dot, outer and the sorts take" {

@@ -3,8 +3,10 @@
  * take floats or numbers only: matmul, dot and outer of integers (exact,
  * wrapping around modulo 2^bits of the result's dtype; strided,
  * transposed, batched and broadcast operands; mixed dtypes; any thread
- * count), and sort, argsort and topk of bool.
+ * count), sort, argsort and topk of bool, and an integer raised to a
+ * negative integer tensor power (refused before anything is written).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,6 +392,86 @@ static void test_bool_sort(void)
     tr_release(x);
 }
 
+struct counting_file {
+    int stores;
+};
+
+static int count_reserve(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static int count_store(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    (void)offset;
+    (void)src;
+    (void)n;
+    ((struct counting_file *)ctx)->stores++;
+    return 0;
+}
+
+static void test_negative_power(void)
+{
+    int64_t base[3] = {2, 3, 4}, negative[3] = {1, -1, 2}, positive[3] = {1, 0, 2};
+    struct tr_tensor *x = tr_from_data(base, TR_DTYPE_I64, 1, (int64_t[]){3}, TR_CPU);
+    struct tr_tensor *wide = tr_from_data(negative, TR_DTYPE_I64, 1, (int64_t[]){3}, TR_CPU);
+    struct tr_tensor *e = tr_cast(wide, TR_DTYPE_I32), *p, *f, *r;
+    struct tr_tensor *pw = tr_from_data(positive, TR_DTYPE_I64, 1, (int64_t[]){3}, TR_CPU);
+
+    p = tr_cast(pw, TR_DTYPE_I8);
+    r = run("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(e)}, 2);
+    ok(!r && tr_last_status() == TR_ERR_INVALID && strncmp(tr_last_error(), "pow:", 4) == 0 &&
+           strstr(tr_last_error(), "negative integer powers are not allowed"),
+       "i64 ** an i32 tensor holding -1 is refused: %s", tr_last_error());
+    r = run("pow", (struct tr_arg[]){tensor_arg(x), int_arg(-2)}, 2);
+    ok(!r && tr_last_status() == TR_ERR_INVALID, "... and to the constant -2");
+    {
+        /* refused before anything is written to the offered file */
+        int64_t memory[3] = {7, 7, 7};
+        struct tr_blob blob = {.data = memory, .nbytes = sizeof memory};
+        struct tr_tensor *d = tr_from_blob(&blob, TR_DTYPE_I64, 1, (int64_t[]){3}, NULL, TR_CPU);
+        struct counting_file cf = {0};
+        struct tr_result_dest into = {.tensor = d, .reserve = count_reserve,
+                                      .store = count_store, .ctx = &cf};
+        tr_op_result_into(&into);
+        r = run("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(e)}, 2);
+        tr_op_result_into(NULL);
+        ok(!r && cf.stores == 0 && memory[0] == 7 && memory[1] == 7 && memory[2] == 7,
+           "nothing is stored into an offered result first");
+        tr_release(d);
+    }
+    r = run("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(p)}, 2);
+    ok(is(r, TR_DTYPE_I64, 1, (int64_t[]){3}) && values(r, (double[]){2, 1, 16}, 3),
+       "a non-negative i8 exponent is computed");
+    tr_release(r);
+    f = tr_cast(x, TR_DTYPE_F32);
+    r = run("pow", (struct tr_arg[]){tensor_arg(f), tensor_arg(e)}, 2);
+    ok(is(r, TR_DTYPE_F32, 1, (int64_t[]){3}) &&
+           values(r, (double[]){2, (double)powf(3, -1), 16}, 3),
+       "a float base takes a negative integer exponent");
+    tr_release(r);
+    {
+        /* a transposed exponent whose only negative value comes last */
+        int64_t ev[8] = {0, 1, 2, 3, 1, 1, 1, -1}, bv[4] = {2, 3, 4, 5};
+        struct tr_tensor *ew = tr_from_data(ev, TR_DTYPE_I64, 2, (int64_t[]){4, 2}, TR_CPU);
+        struct tr_tensor *et = tr_transpose(ew, 0, 1); /* [2,4]; -1 at [1,3] */
+        struct tr_tensor *x4 = tr_from_data(bv, TR_DTYPE_I64, 1, (int64_t[]){4}, TR_CPU);
+        r = run("pow", (struct tr_arg[]){tensor_arg(x4), tensor_arg(et)}, 2);
+        ok(!r && tr_last_status() == TR_ERR_INVALID,
+           "found in a transposed exponent, the base broadcast against it: %s", tr_last_error());
+        tr_release(x4);
+        tr_release(et);
+        tr_release(ew);
+    }
+    tr_release(f);
+    tr_release(p);
+    tr_release(pw);
+    tr_release(e);
+    tr_release(wide);
+    tr_release(x);
+}
+
 int main(void)
 {
     test_known_wraps();
@@ -399,5 +481,6 @@ int main(void)
     test_empty();
     test_threads();
     test_bool_sort();
+    test_negative_power();
     return done_testing();
 }
