@@ -3,13 +3,13 @@
  * broadcast as NumPy does), dot and outer.
  *
  * Integer products are exact and computed by cpu/matmul_int.c; float ones
- * go through CBLAS sgemm/dgemm.  An operand goes to BLAS
- * where it lies, without a copy, when the strides of its last two
- * dimensions are a layout BLAS reads: row-major (unit column stride, a
- * leading dimension at least the row length) or transposed (unit row
- * stride, a leading dimension at least the column length); batch
- * dimensions may have any strides, 0 included.  Otherwise, and for f16
- * and bf16 (computed in f32) or an f32 operand of an f64 product, the
+ * go through CBLAS sgemm/dgemm.  An operand goes to BLAS where it lies,
+ * without a copy, when the strides of its last two dimensions are a
+ * layout BLAS reads: row-major (unit column stride, a leading dimension
+ * at least the row length) or transposed (unit row stride, a leading
+ * dimension at least the column length); batch dimensions may have any
+ * strides, 0 included.  Otherwise, and for f16 and bf16 (computed in
+ * f32), an integer operand or an f32 operand of an f64 product, the
  * operand is first converted to a compact copy of the compute dtype.
  *
  * Reproducibility: OpenBLAS's own threads split the work differently for

@@ -7,8 +7,8 @@
  * so a result of 32 bits or fewer is accumulated in uint32_t and a 64-bit
  * one in uint64_t (unsigned: wrapping is defined), then truncated to the
  * result's dtype.  32-bit lanes because x86 vector units multiply them
- * (AVX2 has no 64-bit multiply), which makes i32 and narrower products
- * twice as fast as in 64 bits.
+ * (SSE4.1 and AVX2 have no 64-bit multiply): measured, a 1024^3 i32
+ * product takes a third of the time of the same one in i64.
  *
  * The operands are read as integers of that width: one of another dtype
  * is first converted to a compact copy (the conversion keeps every value:
