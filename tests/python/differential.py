@@ -10,7 +10,9 @@ stable sorts and topk with NaN last (first when descending), sums of integers
 in i64/u64.  Inputs are broadcast, strided (x.T, x[::2, 1:], x[::-1, ::-2],
 x.mT, x[..., None]), 0-d and empty; reductions take negative dims, lists of
 dims and keepdim; float inputs carry NaN, +-inf and -0.0; integer arithmetic
-must wrap.
+must wrap, integer matmul, dot and outer included (the exact sum of products
+modulo 2**bits, over random dtypes, shapes, batches and views); bool sorts
+false before true.
 
 Integer, bool, copy, view, cast and index results must match exactly.  Float
 results must lie within a tolerance fitted to the dtype and the op: f32/f64
@@ -924,16 +926,64 @@ def reduce_cases():
 
 # ---------------------------------------------------------------- linear algebra, neural
 
+def wrap(v, dt):
+    """Python integers reduced modulo 2**bits of the integer dtype dt, into its range."""
+    lo, hi = limits(dt)
+    m = 1 << BITS[dt]
+    return np.array([(int(x) - lo) % m + lo for x in np.ravel(v)], dtype=object).reshape(np.shape(v)).astype(NP[dt])
+
+
+def imm_exact(dt, a, b):
+    """The integer product of a and b as dt: each element the exact sum of its
+    products (Python integers), wrapped around modulo 2**bits of dt."""
+    return wrap(np.matmul(conv(a, dt).astype(object), conv(b, dt).astype(object)), dt)
+
+
 def mm_ref(dt, a, b, k):
+    if dt in INTS:
+        return Exact(dt, imm_exact(dt, TV(dt, a), TV(dt, b)))
     A, B = a.astype(np.float64), b.astype(np.float64)
     ref = np.matmul(A, B)
     tol = (k + 2) * acc(dt) * np.matmul(np.abs(A), np.abs(B))
     return Close(dt, ref, tol)
 
 
+# an operand of integer matmul given as a view: (tag, base shape from the shape
+# wanted, expression over x, what the expression does)
+MM_VIEWS = [("plain", lambda s: s, "{}", lambda a: a),
+            ("mT", lambda s: s[:-2] + (s[-1], s[-2]), "{}.mT", lambda a: np.swapaxes(a, -1, -2)),
+            ("step", lambda s: s[:-1] + (2 * s[-1],), "{}[..., ::2]", lambda a: a[..., ::2]),
+            ("reversed", lambda s: s, "{}[..., ::-1, :]", lambda a: a[..., ::-1, :])]
+
+
+def int_matmul_cases(n):
+    """n random integer products: dtypes (mixed ones promote), shapes, batches
+    that broadcast, 1-d operands and strided views, values over the whole range."""
+    pairs = [(a, b) for a in INTS for b in INTS if promote(a, b) is not None]
+    for c in range(n):
+        d1, d2 = pairs[RNG.integers(len(pairs))]
+        m, k, nn = (int(v) for v in RNG.integers(0, 12, 3))
+        batch = [tuple(int(v) for v in RNG.integers(1, 4, RNG.integers(0, 3)))]
+        batch.append(tuple(1 if RNG.integers(2) else v for v in batch[0])[RNG.integers(len(batch[0]) + 1):])
+        ops, exprs = {}, []
+        for side, (name, dt, shape) in enumerate((("x", d1, batch[0] + (m, k)), ("y", d2, batch[1] + (k, nn)))):
+            if RNG.integers(5) == 0:      # a vector: a row on the left, a column on the right
+                shape = (shape[-1],) if side == 0 else (shape[-2],)
+                tag, base, expr, fn = ("plain", lambda s: s, "{}", lambda a: a) if RNG.integers(2) else \
+                    ("negstep", lambda s: (2 * s[0],), "{}[::-2]", lambda a: a[::-2])
+            else:
+                tag, base, expr, fn = MM_VIEWS[RNG.integers(len(MM_VIEWS))]
+            x = gen(dt, base(shape), "full")
+            ops[name] = (x, tag, expr.format(name), fn(x.a))
+        (x, tx, ex, va), (y, ty, ey, vb) = ops["x"], ops["y"]
+        P = promote(d1, d2)
+        one("matmul", f"random {c}: {d1} {list(va.shape)} {tx} @ {d2} {list(vb.shape)} {ty}", {"x": x, "y": y},
+            f"{ex} @ {ey}", Exact(P, imm_exact(P, TV(d1, va), TV(d2, vb))))
+
+
 def linalg_cases():
     for dt in dts("matmul"):
-        g = lambda s: gen(dt, s, "small", specials=False)
+        g = lambda s: gen(dt, s, "full" if dt in INTS else "small", specials=False)
         shapes = [("2-d", (3, 4), (4, 5), "x @ y", lambda a, b: (a, b)),
                   ("batched broadcast", (2, 1, 3, 4), (5, 4, 6), "matmul(x, y)", lambda a, b: (a, b)),
                   ("vector @ matrix", (4,), (4, 5), "x @ y", lambda a, b: (a, b)),
@@ -950,23 +1000,49 @@ def linalg_cases():
             x, y = g(sa), g(sb)
             va, vb = fn(x.a, y.a)
             one("matmul", f"{dt} {tag}", {"x": x, "y": y}, expr, mm_ref(dt, va, vb, va.shape[-1]))
-        x, y = g((3, 4)), g((4, 2))
-        x.a[1, 2] = np.nan
-        one("matmul", f"{dt} NaN", {"x": x, "y": y}, "x @ y", mm_ref(dt, x.a, y.a, 4))
+        if dt in FLOATS:
+            x, y = g((3, 4)), g((4, 2))
+            x.a[1, 2] = np.nan
+            one("matmul", f"{dt} NaN", {"x": x, "y": y}, "x @ y", mm_ref(dt, x.a, y.a, 4))
+    if "i32" in dts("matmul"):
+        int_matmul_cases(60)
+        for d1, d2 in (("i32", "f32"), ("u8", "f16"), ("i64", "bf16")):
+            x, y = gen(d1, (3, 5), "small"), gen(d2, (5, 4), "small", specials=False)
+            P = promote(d1, d2)
+            one("matmul", f"{d1} @ {d2}", {"x": x, "y": y}, "x @ y", mm_ref(P, conv(x, P), conv(y, P), 5))
     for dt in dts("outer"):
-        x, y = gen(dt, (10,), "small"), gen(dt, (7,), "small")
-        ref = np.multiply.outer(x.a[::2].astype(np.float64), y.a.astype(np.float64))
-        one("outer", f"{dt} strided", {"x": x, "y": y}, "outer(x[::2], y)", Close(dt, ref, 0))
-        one("outer", f"{dt} empty", {"x": x, "y": y}, "outer(x[:0], y)", Close(dt, np.zeros((0, 7)), 0))
+        kind = "full" if dt in INTS else "small"
+        x, y = gen(dt, (10,), kind), gen(dt, (7,), kind)
+        if dt in FLOATS:
+            ref = np.multiply.outer(x.a[::2].astype(np.float64), y.a.astype(np.float64))
+            one("outer", f"{dt} strided", {"x": x, "y": y}, "outer(x[::2], y)", Close(dt, ref, 0))
+            one("outer", f"{dt} empty", {"x": x, "y": y}, "outer(x[:0], y)", Close(dt, np.zeros((0, 7)), 0))
+        else:   # integers wrap; bool is logical and (PyTorch)
+            one("outer", f"{dt} strided", {"x": x, "y": y}, "outer(x[::2], y)",
+                Exact(dt, np.multiply.outer(x.a[::2], y.a)))
+            one("outer", f"{dt} empty", {"x": x, "y": y}, "outer(x[:0], y)", Exact(dt, np.zeros((0, 7))))
+    if "i32" in dts("outer"):
+        for d1, d2 in (("i8", "u8"), ("bool", "i32"), ("u16", "i64"), ("i16", "f32")):
+            x, y = gen(d1, (6,), "full"), gen(d2, (5,), "full" if d2 in INTS else "small")
+            P = promote(d1, d2)
+            ref = np.multiply.outer(conv(x, P), conv(y, P))
+            one("outer", f"{d1} with {d2}", {"x": x, "y": y}, "outer(x[::-1], y)",
+                Exact(P, ref[::-1]) if P in INTS else Close(P, ref[::-1].astype(np.float64), 0))
     for dt in dts("dot"):
+        kind = "full" if dt in INTS else "small"
         for tag, n, expr, fn in [("plain", 9, "dot(x, y)", lambda a: a), ("long", 5000, "dot(x, y)", lambda a: a),
                                  ("reversed", 9, "dot(x[::-1], y)", lambda a: a[::-1]), ("empty", 0, "dot(x, y)", lambda a: a)]:
-            x, y = gen(dt, (n,), "small", specials=False), gen(dt, (n,), "small", specials=False)
+            x, y = gen(dt, (n,), kind, specials=False), gen(dt, (n,), kind, specials=False)
             one("dot", f"{dt} {tag}", {"x": x, "y": y}, expr, mm_ref(dt, fn(x.a), y.a, n))
+    if "i32" in dts("dot"):
+        x, y = gen("u8", (300,), "full"), gen("i16", (150,), "full")
+        one("dot", "u8 with i16, strided", {"x": x, "y": y}, "dot(x[1::2], y)",
+            Exact("i16", imm_exact("i16", x.view(lambda a: a[1::2]), y)))
     for op, expr in (("matmul", "x @ x"), ("dot", "dot(x[0], x[1])"), ("outer", "outer(x[0], x[1])")):
         refused = [d for d in DTYPES if d not in dts(op)]
-        if op in OPS and "i32" in refused:
-            error_case(op, "i32 refused", {"x": gen("i32", (3, 3))}, [f"r = {expr}"], (3,))
+        for d in ("i32", "bool"):
+            if op in OPS and d in refused:
+                error_case(op, f"{d} refused", {"x": gen(d, (3, 3))}, [f"r = {expr}"], (3,))
     if "matmul" in OPS:
         error_case("matmul", "shapes that do not line up", {"x": gen("f32", (3, 4)), "y": gen("f32", (5, 6))},
                    ["r = x @ y"], (3,))
@@ -1436,6 +1512,16 @@ def self_check():
     for desc in (False, True):
         t = torch.sort(torch.from_numpy(a), dim=-1, descending=desc, stable=True)
         assert (stable_order(a, -1, desc) == t.indices.numpy()).all()
+        ab = a > 0           # bool: false before true, true first when descending
+        t = torch.sort(torch.from_numpy(ab), dim=-1, descending=desc, stable=True)
+        assert (stable_order(ab, -1, desc) == t.indices.numpy()).all(), "bool sort order"
+    # integer products wrap around: the exact reference is NumPy's and PyTorch's
+    for d in INTS:
+        x, y = gen(d, (2, 5, 40), "full"), gen(d, (40, 3), "full")
+        assert (imm_exact(d, x, y) == np.matmul(x.a, y.a)).all(), f"integer matmul reference ({d}) is not NumPy's"
+        if d in TORCH_DT:
+            t = torch.matmul(torch.from_numpy(x.a), torch.from_numpy(y.a)).numpy()
+            assert (imm_exact(d, x, y) == t).all(), f"integer matmul reference ({d}) is not PyTorch's"
     def torch_of(v):
         t = torch.from_numpy(np.array(v.a, order="C"))
         return t.to(torch.bfloat16) if v.dt == "bf16" else t

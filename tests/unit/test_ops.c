@@ -219,9 +219,15 @@ static void test_shapes(void)
              2, r) == TR_OK &&
            shape_is(&r[0], 3, (int64_t[]){7, 2, 4}),
        "batched matmul broadcasts the batch");
-    ok(infer("matmul", (struct tr_value[]){tensor(TR_DTYPE_I32, 2, a), tensor(TR_DTYPE_I32, 2, a)},
-             2, r) == TR_ERR_DTYPE,
-       "matmul takes floats: %s", tr_last_error());
+    ok(infer("matmul", (struct tr_value[]){tensor(TR_DTYPE_U8, 2, a), tensor(TR_DTYPE_I8, 2, b)},
+             2, r) == TR_ERR_SHAPE,
+       "matmul takes integers: %s", tr_last_error());
+    ok(infer("matmul", (struct tr_value[]){tensor(TR_DTYPE_U8, 3, batch_a), tensor(TR_DTYPE_I8, 2, batch_b)},
+             2, r) == TR_OK && r[0].dtype == TR_DTYPE_I16,
+       "u8 @ i8 is i16, as u8 * i8 is");
+    ok(infer("matmul", (struct tr_value[]){tensor(TR_DTYPE_BOOL, 2, a), tensor(TR_DTYPE_BOOL, 2, a)},
+             2, r) == TR_ERR_DTYPE && strstr(tr_last_error(), "bool"),
+       "matmul refuses bool, as PyTorch does: %s", tr_last_error());
     ok(infer("add", (struct tr_value[]){tensor(TR_DTYPE_F32, 3, c), tensor(TR_DTYPE_F32, 2, d)}, 2,
              r) == TR_OK &&
            shape_is(&r[0], 3, want),

@@ -208,15 +208,13 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     BINARY(op##_i64, int64_t, int64_t, ei)                                   \
     BINARY(op##_u64, uint64_t, uint64_t, eu)
 
-/* integer power by squaring, wrapping; a negative exponent gives what
- * truncating 1 / p**-q gives: 1 for p = 1, +-1 for p = -1, else 0 */
+/* integer power by squaring, wrapping; q >= 0 (tr__k_binary refuses a
+ * negative exponent before computing) */
 static int64_t ipow(int64_t p, int64_t q)
 {
     uint64_t r = 1, base = (uint64_t)p;
 
-    if (q < 0)
-        return p == 1 ? 1 : p == -1 ? (q % 2 ? -1 : 1) : 0;
-    for (uint64_t e = (uint64_t)q; e; e >>= 1) {
+    for (uint64_t e = q < 0 ? 0 : (uint64_t)q; e; e >>= 1) {
         if (e & 1)
             r *= base;
         base *= base;
@@ -307,6 +305,38 @@ static enum tr_dtype operand_dtype(const struct tr__op *op, const struct tr_arg 
     return tr__compute_dtype(d);
 }
 
+/* Whether the integer tensor t holds a negative value. */
+static bool any_negative(const struct tr_tensor *t)
+{
+    int64_t strides[TR_MAX_DIMS], rows, len, step;
+    const int64_t *stride_ptrs[1] = {strides};
+    const char *base = tr_tensor_data(t);
+    struct tr__iter it;
+    bool negative = false;
+
+    if (!tr_dtype_is_integer(t->dtype) || !tr_dtype_is_signed(t->dtype) ||
+        tr_tensor_numel(t) == 0)
+        return false;
+    tr__byte_strides(t, strides);
+    tr__iter_init(&it, t->ndim, t->shape, 1, stride_ptrs);
+    rows = tr__iter_rows(&it);
+    len = it.shape[it.ndim - 1];
+    step = it.strides[0][it.ndim - 1];
+#pragma omp parallel for schedule(static) reduction(|| : negative) if (rows * len > 32768)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t off, v[2048];
+        tr__iter_row_offsets(&it, row, &off);
+        for (int64_t first = 0; first < len && !negative; first += 2048) {
+            int64_t n = len - first < 2048 ? len - first : 2048;
+            tr__cpu_cast_row((char *)v, 8, TR_DTYPE_I64, base + off + first * step, step,
+                             t->dtype, n);
+            for (int64_t i = 0; i < n; i++)
+                negative = negative || v[i] < 0;
+        }
+    }
+    return negative;
+}
+
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
                        const struct tr_value *out, struct tr_tensor **results);
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
@@ -326,6 +356,16 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     y = tr__reuse_result(args, 2, out);
     a = tr__operand(&args[0], out->dtype, compute);
     b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
+    /* PyTorch and NumPy refuse these (1 / 2 is not an integer): checked
+     * before anything is written */
+    if (b && !tr_dtype_is_float(out->dtype) && strcmp(op->info.name, "pow") == 0 &&
+        any_negative(b)) {
+        tr__set_error(TR_ERR_INVALID, "pow: integers to negative integer powers are not "
+                                      "allowed (the exponent holds a negative value; cast the "
+                                      "base to a float dtype)");
+        tr_release(b);
+        b = NULL;
+    }
     if (b && !y)
         y = tr__stream_result(op->info.name, out,
                               a->storage->device.kind == TR_DEV_CPU ? a->storage->device

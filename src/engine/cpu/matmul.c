@@ -2,13 +2,14 @@
  * cpu/matmul.c - matmul (1-d, 2-d and batched, the batch dimensions
  * broadcast as NumPy does), dot and outer.
  *
- * matmul and dot go through CBLAS sgemm/dgemm.  An operand goes to BLAS
- * where it lies, without a copy, when the strides of its last two
- * dimensions are a layout BLAS reads: row-major (unit column stride, a
- * leading dimension at least the row length) or transposed (unit row
- * stride, a leading dimension at least the column length); batch
- * dimensions may have any strides, 0 included.  Otherwise, and for f16
- * and bf16 (computed in f32) or an f32 operand of an f64 product, the
+ * Integer products are exact and computed by cpu/matmul_int.c; float ones
+ * go through CBLAS sgemm/dgemm.  An operand goes to BLAS where it lies,
+ * without a copy, when the strides of its last two dimensions are a
+ * layout BLAS reads: row-major (unit column stride, a leading dimension
+ * at least the row length) or transposed (unit row stride, a leading
+ * dimension at least the column length); batch dimensions may have any
+ * strides, 0 included.  Otherwise, and for f16 and bf16 (computed in
+ * f32), an integer operand or an f32 operand of an f64 product, the
  * operand is first converted to a compact copy of the compute dtype.
  *
  * Reproducibility: OpenBLAS's own threads split the work differently for
@@ -28,7 +29,7 @@
 #include <omp.h>
 #endif
 
-#include "../kernel_impl.h"
+#include "matmul_impl.h"
 
 /* the prototypes of the kernels, as dispatch.c declares them */
 #define KERNEL(name, fn)                                                     \
@@ -74,17 +75,6 @@ __attribute__((constructor)) static void stop_blas_threads(void)
         blas_thread_shutdown_();
 }
 
-/* One operand as BLAS sees it: a rows x cols matrix per batch. */
-struct operand {
-    struct tr_tensor *t;             /* the handle read: the argument or a compact copy */
-    const char *data;                /* its element 0 */
-    int64_t rows, cols;
-    int64_t rs, cs;                  /* row and column strides, in elements */
-    int64_t batch[TR_MAX_DIMS];      /* strides along the result's batch dims; 0 broadcasts */
-    bool trans;                      /* stored transposed: (i, j) at i + j * ld */
-    int ld;                          /* BLAS's leading dimension */
-};
-
 /*
  * Whether BLAS can read a rows x cols matrix with strides rs and cs where
  * it lies, and how: row-major, (i, j) at i * ld + j, or transposed,
@@ -116,66 +106,37 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool
     return false;
 }
 
-/* Reads t's matrix dimensions: a 1-d left operand is one row, a 1-d
- * right operand one column. */
-static void matrix_of(struct operand *o, bool left)
-{
-    const struct tr_tensor *t = o->t;
-
-    if (t->ndim >= 2) {
-        o->rows = t->shape[t->ndim - 2];
-        o->cols = t->shape[t->ndim - 1];
-        o->rs = t->strides[t->ndim - 2];
-        o->cs = t->strides[t->ndim - 1];
-    } else if (left) {
-        o->rows = 1;
-        o->cols = t->shape[0];
-        o->rs = 0;
-        o->cs = t->strides[0];
-    } else {
-        o->rows = t->shape[0];
-        o->cols = 1;
-        o->rs = t->strides[0];
-        o->cs = 0;
-    }
-}
-
 /*
  * Sets up operand o for t (a new handle of the argument, which o takes
  * over): converted to a compact copy of dtype compute when BLAS cannot
  * read it as it is; batch strides for the nb batch dimensions of the
  * result.
  */
-static tr_status prepare(const char *name, struct operand *o, struct tr_tensor *t, bool left,
-                         enum tr_dtype compute, int nb)
+static tr_status prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
+                         bool left, enum tr_dtype compute, int nb)
 {
-    int tb = t->ndim > 2 ? t->ndim - 2 : 0;
-
     o->t = t;
-    matrix_of(o, left);
+    tr__mm_matrix_of(o, left);
     if (t->dtype != compute || !blas_layout(o->rows, o->cols, o->rs, o->cs, &o->trans, &o->ld)) {
         struct tr_tensor *copy = tr_cast(t, compute);
         if (!copy)
             return tr_last_status();
         tr_release(t);
         o->t = t = copy;
-        matrix_of(o, left);
+        tr__mm_matrix_of(o, left);
         /* a compact matrix has a row-major layout unless its rows are
          * longer than BLAS's int counts */
         TR_RETURN_ERROR_IF(!blas_layout(o->rows, o->cols, o->rs, o->cs, &o->trans, &o->ld),
                            TR_ERR_SHAPE, "%s: a %lld x %lld matrix is too large for BLAS",
                            name, (long long)o->rows, (long long)o->cols);
     }
-    for (int i = 0; i < nb; i++) {
-        int j = i - (nb - tb); /* t's dimension for result batch dim i */
-        o->batch[i] = j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
-    }
-    o->data = tr_tensor_data(t);
+    tr__mm_batch_of(o, nb);
     return TR_OK;
 }
 
-static void gemm(enum tr_dtype compute, const struct operand *a, const struct operand *b,
-                 int m, int n, int k, const char *pa, const char *pb, char *pc, int ldc)
+static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,
+                 const struct tr__mm_operand *b, int m, int n, int k, const char *pa,
+                 const char *pb, char *pc, int ldc)
 {
     enum CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
     enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
@@ -190,8 +151,9 @@ static void gemm(enum tr_dtype compute, const struct operand *a, const struct op
 
 /* The product of a and b (prepared) into the compact result c, whose
  * first nb dimensions are the batch. */
-static tr_status multiply(const char *name, const struct operand *a, const struct operand *b,
-                          struct tr_tensor *c, int nb, enum tr_dtype compute)
+static tr_status multiply(const char *name, const struct tr__mm_operand *a,
+                          const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
+                          enum tr_dtype compute)
 {
     int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1, tiles_m, tiles_n, work;
     int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
@@ -238,16 +200,11 @@ static tr_status multiply(const char *name, const struct operand *a, const struc
         int64_t batch = w / (tiles_m * tiles_n), tile = w % (tiles_m * tiles_n);
         int64_t i0 = tile / tiles_n * TILE_M, j0 = tile % tiles_n * TILE_N;
         int64_t mi = m - i0 < TILE_M ? m - i0 : TILE_M, nj = n - j0 < TILE_N ? n - j0 : TILE_N;
-        int64_t oa = 0, ob = 0, rest = batch;
+        int64_t oa, ob;
         char *dst = out + ((batch * m + i0) * n + j0) * out_item;
         char *buf;
 
-        for (int d = nb - 1; d >= 0; d--) {
-            int64_t idx = rest % c->shape[d];
-            rest /= c->shape[d];
-            oa += idx * a->batch[d];
-            ob += idx * b->batch[d];
-        }
+        tr__mm_batch_offsets(c, nb, a, b, batch, &oa, &ob);
         oa += i0 * a->rs;
         ob += j0 * b->cs;
         if (direct) {
@@ -276,22 +233,42 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
 {
     const char *name = op->info.name;
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
-    struct operand a, b;
+    bool integer = tr_dtype_is_integer(out->dtype);
+    struct tr__mm_operand a, b;
     struct tr_tensor *ta, *tb, *c = NULL;
     int nb;
     tr_status s;
 
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
-    TR_RETURN_ERROR_IF(compute != TR_DTYPE_F32 && compute != TR_DTYPE_F64, TR_ERR_DTYPE,
-                       "%s: multiplies floats, not %s", name, tr_dtype_name(out->dtype));
-    ta = tr__arg_tensor(&args[0], out->dtype);
-    tb = ta ? tr__arg_tensor(&args[1], out->dtype) : NULL;
+    TR_RETURN_ERROR_IF(!integer && compute != TR_DTYPE_F32 && compute != TR_DTYPE_F64,
+                       TR_ERR_DTYPE, "%s: does not take %s", name, tr_dtype_name(out->dtype));
+    /* an integer operand of an f16 or bf16 product is rounded to it
+     * first, as the binary ops do */
+    ta = integer ? tr__arg_tensor(&args[0], out->dtype)
+                 : tr__operand(&args[0], out->dtype, compute);
+    tb = !ta       ? NULL
+         : integer ? tr__arg_tensor(&args[1], out->dtype)
+                   : tr__operand(&args[1], out->dtype, compute);
     if (!tb) {
         tr_release(ta);
         return tr_last_status();
     }
     nb = out->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
+    if (integer) {
+        c = tr__new_result(name, out, TR_CPU);
+        s = c ? tr__cpu_matmul_int(name, ta, tb, c, nb) : tr_last_status();
+        if (!c) {
+            tr_release(ta);
+            tr_release(tb);
+        }
+        if (s != TR_OK) {
+            tr_release(c);
+            return s;
+        }
+        results[0] = c;
+        return TR_OK;
+    }
     s = prepare(name, &a, ta, true, compute, nb);
     if (s == TR_OK)
         s = prepare(name, &b, tb, false, compute, nb);
@@ -332,19 +309,46 @@ static void mul_f64(char *out, const char *const *in, int64_t n, const void *ctx
         z[i] = x[i] * y[i];
 }
 
-/* outer(a, b): a[i] * b[j], each product rounded once; a as a column and
- * b as a row, broadcast against each other without copies. */
+/* integer products wrap (in uint64_t, where wrapping is defined); the
+ * result's dtype truncates them */
+static void mul_i64(char *out, const char *const *in, int64_t n, const void *ctx)
+{
+    const int64_t *x = (const int64_t *)(const void *)in[0];
+    const int64_t *y = (const int64_t *)(const void *)in[1];
+    int64_t *z = (int64_t *)(void *)out;
+
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        z[i] = (int64_t)((uint64_t)x[i] * (uint64_t)y[i]);
+}
+
+static void mul_u64(char *out, const char *const *in, int64_t n, const void *ctx)
+{
+    const uint64_t *x = (const uint64_t *)(const void *)in[0];
+    const uint64_t *y = (const uint64_t *)(const void *)in[1];
+    uint64_t *z = (uint64_t *)(void *)out;
+
+    (void)ctx;
+    for (int64_t i = 0; i < n; i++)
+        z[i] = x[i] * y[i];
+}
+
+/* outer(a, b): a[i] * b[j], each product rounded once (integers wrap;
+ * bool is logical and, as PyTorch's outer gives); a as a column and b as
+ * a row, broadcast against each other without copies. */
 tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
                       const struct tr_value *out, struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     struct tr_tensor *a, *b, *col = NULL, *row = NULL, *c = NULL;
+    tr__block_fn fn = compute == TR_DTYPE_F32   ? mul_f32
+                      : compute == TR_DTYPE_F64 ? mul_f64
+                      : compute == TR_DTYPE_U64 ? mul_u64
+                                                : mul_i64;
     tr_status s = TR_OK;
 
-    TR_RETURN_ERROR_IF(compute != TR_DTYPE_F32 && compute != TR_DTYPE_F64, TR_ERR_DTYPE,
-                       "%s: multiplies floats, not %s", op->info.name, tr_dtype_name(out->dtype));
-    a = tr__arg_tensor(&args[0], out->dtype);
-    b = a ? tr__arg_tensor(&args[1], out->dtype) : NULL;
+    a = tr__operand(&args[0], out->dtype, compute);
+    b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
     if (b) {
         col = tr_as_strided(a, a->dtype, 2, (int64_t[]){a->shape[0], 1},
                             (int64_t[]){a->strides[0], 1}, 0);
@@ -357,8 +361,8 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
     if (!c)
         s = tr_last_status();
     else
-        s = tr__map(c, compute, (const struct tr_tensor *const[]){col, row}, 2, compute,
-                    compute == TR_DTYPE_F32 ? mul_f32 : mul_f64, NULL);
+        s = tr__map(c, compute, (const struct tr_tensor *const[]){col, row}, 2, compute, fn,
+                    NULL);
     tr_release(row);
     tr_release(col);
     tr_release(b);

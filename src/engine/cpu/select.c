@@ -6,8 +6,9 @@
  * Sorting is stable and puts NaN last in ascending and first in
  * descending order (SPEC.md section 8): each value becomes a 64-bit key
  * whose unsigned order is the wanted order (NaN above +inf, -0 equal to
- * +0, all bits inverted for descending), and the keys are merge-sorted
- * with their indices, so that equal keys keep their index order.
+ * +0, all bits inverted for descending; bool as 0 and 1, false first, as
+ * PyTorch sorts it), and the keys are merge-sorted with their indices, so
+ * that equal keys keep their index order.
  */
 #include <math.h>
 #include <string.h>

@@ -1,0 +1,83 @@
+/*
+ * cpu/matmul_impl.h - what the float (BLAS) and the integer matmul share:
+ * an operand seen as a rows x cols matrix per batch, with the strides of
+ * its batch dimensions along the result's.
+ */
+#ifndef TR_MATMUL_IMPL_H
+#define TR_MATMUL_IMPL_H
+
+#include "../kernel_impl.h"
+
+struct tr__mm_operand {
+    struct tr_tensor *t;             /* the handle read: the argument or a compact copy */
+    const char *data;                /* its element 0 */
+    int64_t rows, cols;
+    int64_t rs, cs;                  /* row and column strides, in elements */
+    int64_t batch[TR_MAX_DIMS];      /* strides along the result's batch dims; 0 broadcasts */
+    bool trans;                      /* BLAS only: stored transposed, (i, j) at i + j * ld */
+    int ld;                          /* BLAS only: the leading dimension */
+};
+
+/* Reads o->t's matrix dimensions: a 1-d left operand is one row, a 1-d
+ * right operand one column. */
+static inline void tr__mm_matrix_of(struct tr__mm_operand *o, bool left)
+{
+    const struct tr_tensor *t = o->t;
+
+    if (t->ndim >= 2) {
+        o->rows = t->shape[t->ndim - 2];
+        o->cols = t->shape[t->ndim - 1];
+        o->rs = t->strides[t->ndim - 2];
+        o->cs = t->strides[t->ndim - 1];
+    } else if (left) {
+        o->rows = 1;
+        o->cols = t->shape[0];
+        o->rs = 0;
+        o->cs = t->strides[0];
+    } else {
+        o->rows = t->shape[0];
+        o->cols = 1;
+        o->rs = t->strides[0];
+        o->cs = 0;
+    }
+}
+
+/* Sets o->batch for the nb batch dimensions of the result (o->t's own
+ * batch dimensions are its last ones; missing or size-1 ones broadcast)
+ * and o->data. */
+static inline void tr__mm_batch_of(struct tr__mm_operand *o, int nb)
+{
+    const struct tr_tensor *t = o->t;
+    int tb = t->ndim > 2 ? t->ndim - 2 : 0;
+
+    for (int i = 0; i < nb; i++) {
+        int j = i - (nb - tb); /* t's dimension for result batch dim i */
+        o->batch[i] = j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
+    }
+    o->data = tr_tensor_data(t);
+}
+
+/* The offsets, in elements, of batch number `batch` (row-major over the
+ * result's first nb dimensions) in a and b. */
+static inline void tr__mm_batch_offsets(const struct tr_tensor *c, int nb,
+                                        const struct tr__mm_operand *a,
+                                        const struct tr__mm_operand *b, int64_t batch,
+                                        int64_t *oa, int64_t *ob)
+{
+    *oa = 0;
+    *ob = 0;
+    for (int d = nb - 1; d >= 0; d--) {
+        int64_t idx = batch % c->shape[d];
+        batch /= c->shape[d];
+        *oa += idx * a->batch[d];
+        *ob += idx * b->batch[d];
+    }
+}
+
+/* The integer product of a and b (new handles, which it takes over) into
+ * the compact result c of an integer dtype, whose first nb dimensions are
+ * the batch (cpu/matmul_int.c). */
+tr_status tr__cpu_matmul_int(const char *name, struct tr_tensor *a, struct tr_tensor *b,
+                             struct tr_tensor *c, int nb);
+
+#endif /* TR_MATMUL_IMPL_H */
