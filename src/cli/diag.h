@@ -1,6 +1,6 @@
 /*
  * diag.h - the errors found in one pipeline file, gathered so that all of
- * them are reported in one pass, each as SPEC.md section 2 shows it:
+ * them are reported in one pass, each in the form tensorrun(1) shows:
  *
  *   tensorrun: FILE:LINE:COL: error: MESSAGE
  *     14 |       - v, i = topk(en @ qn.T, k, dim=0)

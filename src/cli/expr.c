@@ -1,6 +1,6 @@
 /*
  * expr.c - the tokenizer and precedence-climbing parser of the expression
- * language (SPEC.md section 3.1).
+ * language (tensorrun-pipeline(5), EXPRESSIONS).
  *
  * The whole statement is tokenized first, so that the parser can look for
  * a top-level '=' (statement or bare expression?) and for NAME '=' (a
@@ -17,7 +17,7 @@
  * caret under "argument 2" points at where the argument starts, not at
  * an operator inside it.
  *
- * Choices where SPEC.md is silent: None as a slice part (x[None:3]) means
+ * Choices the man page does not spell out: None as a slice part (x[None:3]) means
  * absent, as in NumPy, and becomes NULL; trailing commas are accepted in
  * calls, lists and subscripts; '#' starts a comment to the end of its line;
  * a target named twice in one statement (a, a = ...) is an error.

@@ -1,5 +1,5 @@
 /*
- * expr.h - the expression language of SPEC.md section 3.1: statements
+ * expr.h - the expression language of tensorrun-pipeline(5), EXPRESSIONS: statements
  * `TARGET[, TARGET]... = EXPR` parsed into trees whose every node knows
  * its place in the pipeline file.
  *

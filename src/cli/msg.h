@@ -1,5 +1,5 @@
 /*
- * msg.h - messages on standard error, in the one format of SPEC.md:
+ * msg.h - messages on standard error, in the one format the man pages show:
  * "tensorrun: PLACE: error: text".  PLACE may be NULL.
  */
 #ifndef TR_CLI_MSG_H

@@ -1,5 +1,5 @@
 /*
- * report.h - the statistics of SPEC.md section 4: one line per stage and a
+ * report.h - the statistics of tensorrun(1), STATISTICS: one line per stage and a
  * total, as a text table or as JSON Lines.
  */
 #ifndef TR_CLI_REPORT_H

@@ -1,6 +1,6 @@
 /*
- * philox_math.h - the random numbers of rand and randn, exactly as SPEC.md
- * section 8 defines them, in one header that the host (cpu/create.c) and
+ * philox_math.h - the random numbers of rand and randn, bit for bit as
+ * tensorrun-pipeline(5), RANDOM NUMBERS defines them, in one header that the host (cpu/create.c) and
  * the CUDA kernels both include, so that a seed gives the same bits on
  * either.
  *
@@ -17,7 +17,7 @@
  *              z = sqrt(-2 ln u1) * cos(2 pi u2) in f64, then rounded once
  *              (to nearest even) to the output dtype
  *
- * (SPEC.md defines f32 and f64; f16 and bf16 take as many of w0's top
+ * (f16 and bf16 take as many of w0's top
  * bits as their significands hold, so that every value is exact, evenly
  * spaced, and none rounds up to 1.)
  *

@@ -1,5 +1,6 @@
 /*
- * tensorrun_ops.h - the op table: every op of SPEC.md section 3.2 with its
+ * tensorrun_ops.h - the op table: every op of the expression language (the OPS
+ * section of tensorrun-pipeline(5) is made from it) with its
  * parameters, results, the dtypes it takes, one line of documentation, and
  * the rule that gives its results' dtypes and shapes from its arguments
  * before anything is computed.  The expression language, `tensorrun ops`,

@@ -3,8 +3,8 @@
 
 For every op that `tensorrun ops --json` lists and every dtype its entry says
 it takes, statements run through `tensorrun eval` and NumPy and PyTorch (CPU)
-compute the same thing in float64, with PyTorch's semantics where SPEC.md
-promises them: type promotion between tensors and with weak scalars, integer
+compute the same thing in float64, with PyTorch's semantics where the man pages
+promise them: type promotion between tensors and with weak scalars, integer
 true division giving f32, NaN winning in max/min/maximum/minimum/clamp,
 stable sorts and topk with NaN last (first when descending), sums of integers
 in i64/u64.  Inputs are broadcast, strided (x.T, x[::2, 1:], x[::-1, ::-2],
@@ -18,7 +18,7 @@ Integer, bool, copy, view, cast and index results must match exactly.  Float
 results must lie within a tolerance fitted to the dtype and the op: f32/f64
 elementwise about 8 ulp; f16/bf16 (computed in f32, then rounded) within 1
 ulp of the float64 result rounded through f32; sums within log2(n)*eps*sum|x|
-(SPEC.md section 8); matmul within K*eps*sum|a||b|.  bf16 cannot be in .npy:
+(pairwise summation); matmul within K*eps*sum|a||b|.  bf16 cannot be in .npy:
 it goes in as f32 and `cast(x, bf16)` and comes back as .safetensors, so its
 dtype is checked too.  rand/randn are checked for dtype, shape, range,
 moments and determinism; sum, mean, softmax, matmul, norm and cumsum must give
@@ -117,7 +117,7 @@ def limits(dt):
 
 
 def convert(x, dt):
-    """cast(x, dt) as SPEC.md section 8 says: float to int truncates and
+    """cast(x, dt) as tensorrun(1), DTYPE CONVERSION says: float to int truncates and
     saturates (NaN -> 0), integer narrowing wraps, floats round to nearest."""
     src, a = x.dt, x.a
     if src == dt:
@@ -141,7 +141,7 @@ def convert(x, dt):
 
 
 def promote(d1, d2):
-    """Result dtype of two tensors: PyTorch's rules, and SPEC.md's for the unsigned
+    """Result dtype of two tensors: PyTorch's rules, and tensorrun-pipeline(5)'s for the unsigned
     types PyTorch lacks (smallest signed type holding both; u64 with signed: None)."""
     if d1 == d2:
         return d1
@@ -1115,7 +1115,7 @@ def neural_cases():
 # ---------------------------------------------------------------- select
 
 def stable_order(a, axis, descending):
-    """Indices of a stable sort, NaN last ascending and first descending (SPEC.md 8)."""
+    """Indices of a stable sort, NaN last ascending and first descending (tensorrun-pipeline(5), OPS: sort)."""
     if not descending:
         return np.argsort(a, axis=axis, kind="stable")
     n = a.shape[axis]
@@ -1205,7 +1205,7 @@ def select_cases():
 
 
 def quantize_ref(x, dim=None):
-    """q and scale as SPEC.md section 8 defines them: scale = max|x| / 127 rounded
+    """q and scale as tensorrun-pipeline(5), OPS defines them: scale = max|x| / 127 rounded
     once to f32, q = round_half_even(x / scale) clamped to +-127, 0 where scale is 0."""
     v = x.a.astype(np.float64)
     if dim is None:
@@ -1425,7 +1425,7 @@ def direct(args, label, op):
 
 
 def thread_checks():
-    """Bitwise the same with --threads 1 and 2 (SPEC.md section 3.2 and 8)."""
+    """Bitwise the same with --threads 1 and 2 (tensorrun-pipeline(5), EXECUTION)."""
     global checks
     x = TV("f32", (RNG.standard_normal((1000, 777)) * 3 + 1).astype(np.float32))
     path = input_file(x)
@@ -1549,7 +1549,7 @@ def self_check():
         x = gen(d, (4, 6), "mix")
         for op in ("neg", "abs", "square", "relu", "floor", "round", "exp", "sigmoid", "isnan", "logical_not"):
             if d == "bool" and op in ("neg", "abs", "square", "relu", "floor", "round") or \
-                    d not in FLOATS and op in ("exp", "sigmoid"):   # PyTorch refuses; SPEC.md says f32
+                    d not in FLOATS and op in ("exp", "sigmoid"):   # PyTorch refuses; tensorrun gives f32
                 continue
             try:
                 t = getattr(torch, op)(torch_of(x))
@@ -1558,7 +1558,7 @@ def self_check():
             same_as_torch(unary_ref(op, x), t, f"{op}({d})")
         for op in ("sum", "prod", "max", "min", "argmax", "argmin", "all", "any", "cumsum"):
             if op in ("argmax", "argmin") and d == "bool" or op in ("sum", "prod", "cumsum", "all", "any") and d == "u8":
-                continue          # SPEC.md: sums of unsigned integers are u64; PyTorch's all(u8) is u8
+                continue          # tensorrun: sums of unsigned integers are u64; PyTorch's all(u8) is u8
             try:
                 t = getattr(torch, op)(torch_of(x), 1)
             except RuntimeError:

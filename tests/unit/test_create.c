@@ -1,7 +1,7 @@
 /*
  * test_create.c - the creation ops through tr_op_run: zeros, ones, full,
  * arange, linspace and eye (shapes, dtypes, values); rand and randn
- * exactly as SPEC.md section 8 defines them (Philox-4x32-10 against
+ * exactly as tensorrun-pipeline(5), RANDOM NUMBERS defines them (Philox-4x32-10 against
  * Random123's known answers, the first elements for seeds 0 and 42 from
  * Random123 by hand, pinned bits of randn, statistics, thread counts);
  * and the accuracy of philox_math.h's own log and cos.

@@ -1082,7 +1082,7 @@ static void test_truncated_data(void)
     char *hdr = NULL;
     size_t len = 0;
 
-    /* the message of SPEC.md's example, exactly */
+    /* the message, exactly, in the form tensorrun(1) shows */
     if (!ok(tio__npy_header(TR_DTYPE_F32, 1, shape, &hdr, &len) == TR_OK && len == 128,
             "truncated: a 1 GiB float32 header"))
         return;

@@ -4,7 +4,7 @@
  * quantisation, quantize and dequantize.
  *
  * Sorting is stable and puts NaN last in ascending and first in
- * descending order (SPEC.md section 8): each value becomes a 64-bit key
+ * descending order (tensorrun-pipeline(5), OPS: sort): each value becomes a 64-bit key
  * whose unsigned order is the wanted order (NaN above +inf, -0 equal to
  * +0, all bits inverted for descending; bool as 0 and 1, false first, as
  * PyTorch sorts it), and the keys are merge-sorted with their indices, so
