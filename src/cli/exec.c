@@ -413,7 +413,8 @@ static int refuse_unrunnable(const struct exec *x)
             else
                 msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
                                 "no CUDA kernels yet", ps->stage->name, dev);
-            msg_hint("run it on the CPU: --device cpu, or device: cpu in the stage");
+            msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
+                     "the stage");
             return EXIT_RUNTIME;
         }
     }

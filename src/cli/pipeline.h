@@ -90,6 +90,11 @@ struct pipeline {
     bool has_device;
     struct tr_device device;
     bool device_auto;
+    /* from the command line (run_loaded sets them before planning) */
+    bool has_force_device;         /* --force-device: every stage on force_device */
+    struct tr_device force_device;
+    uint64_t memory_limit;         /* --memory-limit in bytes; 0: none */
+    int threads;                   /* --threads; 0: every online core */
     struct param *params;
     size_t nparams;
     struct input *inputs;

@@ -749,10 +749,12 @@ static struct tr_device stage_device(const struct pipeline *p, const struct stag
     bool automatic = s->has_device ? s->device_auto : p->has_device ? p->device_auto : true;
     struct tr_device d = s->has_device ? s->device : p->device;
 
-    /* auto is the CPU until the CUDA kernels exist (SPEC.md section 4 makes
-     * it CUDA when a usable device is present, from then on) */
+    /* auto is the CPU until the CUDA kernels exist (CUDA when a usable
+     * device is present, from then on) */
     if (!has || automatic)
         d = TR_CPU;
+    if (p->has_force_device)
+        d = p->force_device; /* --force-device: whatever the stage says */
     *cuda = d.kind == TR_DEV_CUDA;
     return d;
 }
@@ -1013,8 +1015,10 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
         bool cuda;
         ps->stage = &p->stages[s];
         ps->device = stage_device(p, ps->stage, &cuda);
-        if (ps->stage->has_device && ps->device.kind == TR_DEV_CUDA && !tr_device_available(ps->device))
-            diag_warning(d, ps->stage->line, ps->stage->col, NULL,
+        if (ps->device.kind == TR_DEV_CUDA && !tr_device_available(ps->device))
+            diag_warning(d, ps->stage->line, ps->stage->col,
+                         p->has_force_device ? NULL
+                                             : "--force-device cpu runs every stage on the CPU",
                          "stage '%s' is to run on CUDA, which is not available here (%s); "
                          "running it will fail",
                          ps->stage->name ? ps->stage->name : "?", tr_cuda_unavailable_reason());
