@@ -12,23 +12,12 @@
 
 #include "diag.h"
 #include "expr.h"
+#include "param.h"
 #include "tensorrun.h"
 #include "tensorrun_io.h"
 #include "yaml_tree.h"
 
 #define PIPELINE_FORMAT 1 /* the `tensorrun:` version this program reads */
-
-enum param_kind { PARAM_INT, PARAM_FLOAT, PARAM_BOOL, PARAM_STRING };
-
-struct param {
-    char *name;
-    int line, col;
-    enum param_kind kind;
-    int64_t integer;
-    double number;
-    bool boolean;
-    char *string;           /* the value as written (after -D), for every kind */
-};
 
 struct input {
     char *name;
