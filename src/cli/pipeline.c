@@ -816,6 +816,79 @@ static void apply_inputs(struct ctx *c, const struct overrides *ov)
 
 /* -------------------------------------------------------------- stages */
 
+/* The brackets a statement's text opens and does not close, outside
+ * strings: negative when it closes more than it opens. */
+static long open_brackets(const char *text)
+{
+    long depth = 0;
+    char quote = 0;
+
+    for (const char *t = text; *t; t++) {
+        if (quote)
+            quote = *t == quote ? 0 : quote;
+        else if (*t == '"' || *t == '\'')
+            quote = *t;
+        else if (*t == '(' || *t == '[')
+            depth++;
+        else if (*t == ')' || *t == ']')
+            depth--;
+    }
+    return depth;
+}
+
+/*
+ * In a flow sequence (do: [y = clamp(x, 0, 1)]) YAML ends an item at every
+ * comma, so a statement with a comma arrives in pieces: one that opens a
+ * bracket, then pieces that close it.  Returns how many items from first
+ * on are the pieces of one statement (0 when the item is whole) and
+ * reports them once.
+ */
+static size_t split_statement(struct ctx *c, struct stage *st, const struct ynode *seq,
+                              size_t first)
+{
+    const struct ynode *s = seq->items[first];
+    char joined[512], hint[640];
+    size_t n = 1, used;
+    long depth;
+    struct statement *parsed;
+
+    if (!seq->flow || s->kind != YNODE_SCALAR || !s->plain || strlen(s->value) != s->length)
+        return 0;
+    depth = open_brackets(s->value);
+    if (depth <= 0)
+        return 0;
+    while (depth > 0 && first + n < seq->count) {
+        const struct ynode *next = seq->items[first + n];
+        if (next->kind != YNODE_SCALAR || !next->plain || strlen(next->value) != next->length)
+            break;
+        depth += open_brackets(next->value);
+        n++;
+    }
+    if (n == 1)
+        return 0; /* nothing after it: an unclosed bracket, for expr_parse to report */
+    /* the statement as written, give or take the spaces after its commas */
+    used = (size_t)snprintf(joined, sizeof joined, "%s", s->value);
+    for (size_t k = 1; k < n && used < sizeof joined; k++)
+        used += (size_t)snprintf(joined + used, sizeof joined - used, ", %s",
+                                 seq->items[first + k]->value);
+    snprintf(hint, sizeof hint,
+             "write 'do:' as a block list, one '- STATEMENT' line each, or quote the "
+             "statement: [\"%.200s\"]",
+             joined);
+    diag_error(c->d, s->line, s->col, hint,
+               "YAML split this statement at its comma%s: inside [ ], a comma ends a list "
+               "item, so '%.40s' is only its first piece",
+               n > 2 ? "s" : "", s->value);
+    /* read it whole all the same, so that its targets are bound for the
+     * statements after it (its own errors point at its start) */
+    if (used < sizeof joined) {
+        parsed = expr_parse(joined, s->line, s->col, false, NULL, c->d);
+        if (parsed)
+            st->statements[st->nstatements++] = parsed;
+    }
+    return n;
+}
+
 static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
 {
     if (!expect_kind(c, v, YNODE_SEQUENCE, "do", "write each statement as a '- NAME = EXPR' line"))
@@ -830,7 +903,12 @@ static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
     for (size_t i = 0; i < v->count; i++) {
         const struct ynode *s = v->items[i];
         struct statement *parsed;
+        size_t pieces = split_statement(c, st, v, i);
 
+        if (pieces) {
+            i += pieces - 1;
+            continue;
+        }
         if (s->kind != YNODE_SCALAR || is_null(s)) {
             char buf[64];
             diag_error(c->d, s->line, s->col, "quote a statement that YAML reads otherwise",
@@ -841,7 +919,10 @@ static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
             diag_error(c->d, s->line, s->col, NULL, "the statement contains a NUL character");
             continue;
         }
-        parsed = expr_parse(s->value, s->line, s->col, s->single_line, NULL, c->d);
+        if (s->places)
+            parsed = expr_parse_placed(s->value, s->places, NULL, c->d);
+        else
+            parsed = expr_parse(s->value, s->line, s->col, s->single_line, NULL, c->d);
         if (parsed)
             st->statements[st->nstatements++] = parsed;
     }
