@@ -25,17 +25,21 @@ render() {
 
 @test "every op line of the rendered tensorrun-pipeline(5) is its signature" {
     "$TENSORRUN" ops --json > ops.json
-    render "$TR_SRCDIR/man/tensorrun-pipeline.5" > page.txt ||
-        skip "neither groff nor mandoc is installed (the roff source is checked below)"
-    [ ! -s render.err ] || { cat render.err; return 1; }
+    rc=0
+    render "$TR_SRCDIR/man/tensorrun-pipeline.5" > page.txt || rc=$?
+    [ "$rc" -ne 2 ] || skip "neither groff nor mandoc is installed (the roff source is checked below)"
+    [ "$rc" -eq 0 ] && [ ! -s render.err ] || { cat render.err; return 1; }
     "$PY" - <<'EOF'
 import json
 ops = [json.loads(l) for l in open("ops.json")]
 lines = [l.strip() for l in open("page.txt", encoding="ascii", errors="replace")]
 start = next(i for i, l in enumerate(lines) if l == "OPS")
-end = next(i for i in range(start + 1, len(lines)) if lines[i].isupper() and lines[i].isalpha())
+end = next(i for i in range(start + 1, len(lines)) if lines[i] == "EXIT STATUS")
 section = lines[start:end]
-missing = [o["signature"] for o in ops if o["signature"] not in section]
+# a tag shorter than the indent shares its line with the text after it
+def shown(sig):
+    return any(l == sig or l.startswith(sig + " ") for l in section)
+missing = [o["signature"] for o in ops if not shown(o["signature"])]
 assert not missing, "not rendered as written: %s" % missing
 # and nothing in the section looks like a signature that is none of them
 sigs = {o["signature"] for o in ops}
@@ -63,7 +67,10 @@ EOF
     [[ "$stderr" == *"input 'x' has dtype <c8, which tensorrun cannot compute with"* ]]
     run_tensorrun 3 p.yaml
     run_tensorrun 4 convert c.npy o.npy
-    render "$TR_SRCDIR/man/tensorrun.1" > page.txt || skip "neither groff nor mandoc is installed"
+    rc=0
+    render "$TR_SRCDIR/man/tensorrun.1" > page.txt || rc=$?
+    [ "$rc" -ne 2 ] || skip "neither groff nor mandoc is installed"
+    [ "$rc" -eq 0 ]
     tr -s ' \n' ' ' < page.txt > flat.txt
     grep -qF "a pipeline input of a dtype tensorrun lacks (known from the file's header, so validate finds it)" flat.txt
     grep -qF "a tensor of a dtype tensorrun lacks given to convert" flat.txt
