@@ -114,8 +114,9 @@ struct overrides {
  * when the file is not YAML), or NULL when the file cannot be read at all
  * (path "-" included: exit code 2).  After errors, an item may lack what
  * was wrong in it: a NULL path, stage name or foreach; its statements are
- * the ones that parsed.  Overrides: -D sets a param, keeping its
- * type (a number stays a number; a name that is no param is an error with
+ * the ones that parsed.  Overrides: -D sets a param, its value typed as
+ * param.h says and of the param's kind (see set_param in pipeline.c; a
+ * name that is no param, or a value of another kind, is an error with
  * exit code 2); -i replaces an input's path (an unknown input: exit code
  * 2); -o replaces an output's path, or adds an output for any other name
  * (whether a statement binds it is the planner's question).  Paths from
