@@ -19,6 +19,11 @@
 
 enum diag_kind { DIAG_ERROR, DIAG_WARNING };
 
+/* A place in the file: 1-based line and column (columns count characters). */
+struct diag_place {
+    int line, col;
+};
+
 struct diag {
     enum diag_kind kind;
     int line, col;

@@ -23,9 +23,10 @@ static char *dup_or_null(const char *s, bool *oom)
     return copy;
 }
 
-/* -D NAME=VALUE defines a param: an integer, a number, true/false, or
- * else a string. */
-static void add_params(struct pipeline *p, const struct overrides *o, bool *oom)
+/* -D NAME=VALUE defines a param, typed as a pipeline file's params are
+ * (param.h); errors go to d. */
+static void add_params(struct pipeline *p, const struct overrides *o, struct diag_list *d,
+                       bool *oom)
 {
     p->params = calloc(o->nsets + 1, sizeof *p->params);
     if (!p->params) {
@@ -33,21 +34,11 @@ static void add_params(struct pipeline *p, const struct overrides *o, bool *oom)
         return;
     }
     for (size_t i = 0; i < o->nsets; i++) {
-        struct param *param = &p->params[p->nparams++];
-        const char *text = o->sets[i].value;
-        char *end;
+        struct param *param = &p->params[p->nparams];
+        if (!param_from_text(param, o->sets[i].value, o->sets[i].name, d))
+            continue;
         param->name = dup_or_null(o->sets[i].name, oom);
-        param->string = dup_or_null(text, oom);
-        if (parse_int(text, INT64_MIN, INT64_MAX, &param->integer)) {
-            param->kind = PARAM_INT;
-        } else if (strcmp(text, "true") == 0 || strcmp(text, "false") == 0) {
-            param->kind = PARAM_BOOL;
-            param->boolean = text[0] == 't';
-        } else if (*text && (param->number = strtod(text, &end), *end == '\0')) {
-            param->kind = PARAM_FLOAT;
-        } else {
-            param->kind = PARAM_STRING;
-        }
+        p->nparams++;
     }
 }
 
@@ -214,7 +205,7 @@ static struct pipeline *build(const char *text, struct run_args *a, bool print,
     p->dir = dup_or_null(".", &oom);
     p->text = dup_or_null(text, &oom);
     p->len = strlen(text);
-    add_params(p, &a->overrides, &oom);
+    add_params(p, &a->overrides, d, &oom);
     add_inputs(p, &a->overrides, d, &oom);
     p->stages = calloc(1, sizeof *p->stages);
     if (!p->stages || oom) {

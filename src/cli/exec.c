@@ -384,6 +384,36 @@ static int load_inputs(struct exec *x)
     return EXIT_OK;
 }
 
+/* The argument for a constant: a list's items as arguments too (the
+ * environment copies lists item by item); free with free_constant_arg. */
+static bool constant_arg(const struct tr_value *v, struct tr_arg *arg)
+{
+    struct tr_arg *items;
+
+    memset(arg, 0, sizeof *arg);
+    arg->value = *v;
+    if (v->kind != TR_VALUE_LIST)
+        return true;
+    items = calloc(v->count ? v->count : 1, sizeof *items);
+    arg->items = items;
+    arg->value.count = 0;
+    if (!items)
+        return false;
+    for (size_t i = 0; i < v->count; i++) {
+        if (!constant_arg(&v->items[i], &items[i]))
+            return false;
+        arg->value.count = i + 1;
+    }
+    return true;
+}
+
+static void free_constant_arg(struct tr_arg *arg)
+{
+    for (size_t i = 0; arg->items && i < arg->value.count; i++)
+        free_constant_arg((struct tr_arg *)&arg->items[i]);
+    free((void *)arg->items);
+}
+
 static int bind_params(struct exec *x)
 {
     for (size_t i = 0; i < x->p->nparams; i++) {
@@ -392,12 +422,13 @@ static int bind_params(struct exec *x)
         for (size_t k = 0; k < x->plan->nvalues && !v; k++)
             if (x->plan->values[k].param && strcmp(x->plan->values[k].name, x->p->params[i].name) == 0)
                 v = &x->plan->values[k];
-        memset(&arg, 0, sizeof arg);
         if (!v)
             continue;
-        arg.value = v->meta;
-        if (!env_bind(&x->env, v->name, &arg, -1))
+        if (!constant_arg(&v->meta, &arg) || !env_bind(&x->env, v->name, &arg, -1)) {
+            free_constant_arg(&arg);
             return EXIT_OOM;
+        }
+        free_constant_arg(&arg);
     }
     return EXIT_OK;
 }
@@ -423,7 +454,8 @@ static int refuse_unrunnable(const struct exec *x)
             else
                 msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
                                 "no CUDA kernels yet", ps->stage->name, dev);
-            msg_hint("run it on the CPU: --device cpu, or device: cpu in the stage");
+            msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
+                     "the stage");
             return EXIT_RUNTIME;
         }
     }

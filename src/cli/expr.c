@@ -79,6 +79,7 @@ struct parser {
     size_t first_newline;     /* offset of the text's first '\n'; len when none */
     int line, col;            /* of the statement */
     bool single_line;
+    const struct diag_place *places; /* of every byte, or NULL */
     struct diag_list *diags;
 
     struct token *toks;
@@ -237,6 +238,12 @@ static enum word tok_word(const struct parser *p, const struct token *t, enum tr
 /* Line and column of the byte at off (see expr_parse in expr.h). */
 static void place(const struct parser *p, size_t off, struct token *t)
 {
+    if (p->places) {
+        t->line = p->places[off > p->len ? p->len : off].line;
+        t->col = p->places[off > p->len ? p->len : off].col;
+        t->exact = true;
+        return;
+    }
     t->line = p->line;
     t->col = p->col;
     t->exact = p->single_line && off <= p->first_newline;
@@ -1436,8 +1443,25 @@ fail:
     return NULL;
 }
 
+static struct statement *parse(const char *text, int line, int col, bool single_line,
+                               const struct diag_place *places, const char *bare_name,
+                               struct diag_list *diags);
+
 struct statement *expr_parse(const char *text, int line, int col, bool single_line,
                              const char *bare_name, struct diag_list *diags)
+{
+    return parse(text, line, col, single_line, NULL, bare_name, diags);
+}
+
+struct statement *expr_parse_placed(const char *text, const struct diag_place *places,
+                                    const char *bare_name, struct diag_list *diags)
+{
+    return parse(text, places[0].line, places[0].col, false, places, bare_name, diags);
+}
+
+static struct statement *parse(const char *text, int line, int col, bool single_line,
+                               const struct diag_place *places, const char *bare_name,
+                               struct diag_list *diags)
 {
     struct parser p;
     struct statement *s = NULL;
@@ -1451,6 +1475,7 @@ struct statement *expr_parse(const char *text, int line, int col, bool single_li
     p.line = line;
     p.col = col;
     p.single_line = single_line;
+    p.places = text ? places : NULL;
     p.diags = diags;
 
     if (!tokenize(&p)) {

@@ -89,6 +89,14 @@ struct statement {
  */
 struct statement *expr_parse(const char *text, int line, int col, bool single_line,
                              const char *bare_name, struct diag_list *diags);
+/*
+ * The same for text that does not sit on one line of the file as written
+ * (a literal or folded block, a scalar over several lines): places[i] is
+ * where byte i of text is in the file (strlen(text) + 1 entries), so that
+ * every token is reported at its own line and column.
+ */
+struct statement *expr_parse_placed(const char *text, const struct diag_place *places,
+                                    const char *bare_name, struct diag_list *diags);
 void statement_free(struct statement *s);
 void expr_free(struct expr *e);
 

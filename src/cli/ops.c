@@ -43,7 +43,9 @@ static void print_json(const struct tr_op_info *op)
     json_decref(o);
 }
 
-/* Text for roff: backslashes and leading dots made harmless. */
+/* Text for roff: backslashes and leading dots made harmless, and double
+ * quotes written as \(dq, since a signature is a quoted macro argument
+ * (.B "gelu(x, approximate="none")" would end it at the first quote). */
 static void roff_text(const char *s)
 {
     if (*s == '.' || *s == '\'')
@@ -51,6 +53,8 @@ static void roff_text(const char *s)
     for (; *s; s++) {
         if (*s == '\\')
             fputs("\\e", stdout);
+        else if (*s == '"')
+            fputs("\\(dq", stdout);
         else if (*s == '-')
             fputs("\\-", stdout);
         else

@@ -132,116 +132,6 @@ static const char *get_string(struct ctx *c, const struct ynode *n, const char *
     return n->value;
 }
 
-/* [-+]?[0-9]+ */
-static bool looks_int(const char *s)
-{
-    if (*s == '-' || *s == '+')
-        s++;
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
-}
-
-/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?  (YAML 1.2 core) */
-static bool looks_float(const char *s)
-{
-    size_t digits = 0;
-
-    if (*s == '-' || *s == '+')
-        s++;
-    for (; *s >= '0' && *s <= '9'; s++)
-        digits++;
-    if (*s == '.') {
-        for (s++; *s >= '0' && *s <= '9'; s++)
-            digits++;
-    }
-    if (!digits)
-        return false;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '-' || *s == '+')
-            s++;
-        if (*s < '0' || *s > '9')
-            return false;
-        while (*s >= '0' && *s <= '9')
-            s++;
-    }
-    return *s == '\0';
-}
-
-/* .inf .Inf .INF inf, signed, and .nan .NaN .NAN nan; false otherwise. */
-static bool special_float(const char *s, double *out)
-{
-    double sign = 1.0;
-    const char *t = s;
-
-    if (*t == '-' || *t == '+') {
-        sign = *t == '-' ? -1.0 : 1.0;
-        t++;
-    }
-    if (strcmp(t, ".inf") == 0 || strcmp(t, ".Inf") == 0 || strcmp(t, ".INF") == 0 ||
-        strcmp(t, "inf") == 0) {
-        *out = sign * INFINITY;
-        return true;
-    }
-    if (t == s && (strcmp(t, ".nan") == 0 || strcmp(t, ".NaN") == 0 || strcmp(t, ".NAN") == 0 ||
-                   strcmp(t, "nan") == 0)) {
-        *out = NAN;
-        return true;
-    }
-    return false;
-}
-
-/* A whole int64 in text; false when malformed or out of range. */
-static bool parse_int64(const char *s, int64_t *out)
-{
-    char *end;
-    long long v;
-
-    if (!looks_int(s))
-        return false;
-    errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno || *end != '\0')
-        return false;
-    *out = v;
-    return true;
-}
-
-/* Any number (integer or float syntax, inf, nan); false otherwise. */
-static bool parse_number(const char *s, double *out)
-{
-    char *end;
-    double v;
-
-    if (special_float(s, out))
-        return true;
-    if (!looks_int(s) && !looks_float(s))
-        return false;
-    errno = 0;
-    v = strtod(s, &end);
-    if (*end != '\0' || (errno == ERANGE && isinf(v)))
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool parse_bool(const char *s, bool *out)
-{
-    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0) {
-        *out = true;
-        return true;
-    }
-    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0) {
-        *out = false;
-        return true;
-    }
-    return false;
-}
-
 /* An unquoted integer in [min, max]; false after an error. */
 static bool get_int(struct ctx *c, const struct ynode *n, const char *field, int64_t min,
                     int64_t max, int64_t *out)
@@ -252,12 +142,14 @@ static bool get_int(struct ctx *c, const struct ynode *n, const char *field, int
         expected(c, n, "an integer", field, NULL);
         return false;
     }
-    if (!parse_int64(n->value, &v)) {
-        if (looks_int(n->value))
-            diag_error(c->d, n->line, n->col, NULL, "'%s' is out of range: %s", field,
-                       n->value);
-        else
-            expected(c, n, "an integer", field, NULL);
+    switch (core_int(n->value, &v)) {
+    case 0:
+        break;
+    case 2:
+        diag_error(c->d, n->line, n->col, NULL, "'%s' is out of range: %s", field, n->value);
+        return false;
+    default:
+        expected(c, n, "an integer", field, NULL);
         return false;
     }
     if (v < min) {
@@ -280,7 +172,7 @@ static bool get_int(struct ctx *c, const struct ynode *n, const char *field, int
 
 static bool get_bool(struct ctx *c, const struct ynode *n, const char *field, bool *out)
 {
-    if (n->kind != YNODE_SCALAR || !n->plain || !parse_bool(n->value, out)) {
+    if (n->kind != YNODE_SCALAR || !n->plain || !core_bool(n->value, out)) {
         expected(c, n, "true or false", field, NULL);
         return false;
     }
@@ -547,29 +439,6 @@ static void nameset_free(struct nameset *set)
 
 /* -------------------------------------------------------------- params */
 
-/* The kind and value of a param written in the file. */
-static void param_value(struct param *pa, const struct ynode *v)
-{
-    const char *s = v->value;
-    int64_t i;
-    double x;
-    bool b;
-
-    if (v->plain && parse_bool(s, &b)) {
-        pa->kind = PARAM_BOOL;
-        pa->boolean = b;
-    } else if (v->plain && parse_int64(s, &i)) {
-        pa->kind = PARAM_INT;
-        pa->integer = i;
-        pa->number = (double)i;
-    } else if (v->plain && !looks_int(s) && parse_number(s, &x)) {
-        pa->kind = PARAM_FLOAT;
-        pa->number = x;
-    } else {
-        pa->kind = PARAM_STRING;
-    }
-}
-
 static void parse_params(struct ctx *c, const struct ynode *node)
 {
     struct pipeline *p = c->p;
@@ -587,45 +456,17 @@ static void parse_params(struct ctx *c, const struct ynode *node)
 
         if (!check_identifier(c, k, "param name"))
             continue;
-        if (v->kind != YNODE_SCALAR || is_null(v) || strlen(v->value) != v->length) {
-            char buf[64];
-            diag_error(c->d, v->line, v->col, NULL,
-                       "expected a number, true or false, or a string for param '%s', found %s",
-                       k->value, found(v, buf, sizeof buf));
-            continue;
-        }
-        if (v->plain && looks_int(v->value) && !parse_int64(v->value, &(int64_t){0})) {
-            diag_error(c->d, v->line, v->col, "write it as a float (1.0e19) if that is meant",
-                       "param '%s': integer %.40s is out of range", k->value, v->value);
-            continue;
-        }
         pa = &p->params[p->nparams];
+        if (!param_from_node(pa, v, k->value, c->d))
+            continue;
         pa->name = dup_text(c, k->value);
         pa->line = k->line;
         pa->col = k->col;
-        param_value(pa, v);
-        pa->string = dup_text(c, v->value);
-        if (!pa->name || !pa->string) {
-            free(pa->name);
-            free(pa->string);
-            memset(pa, 0, sizeof *pa);
+        if (!pa->name) {
+            param_clear(pa);
             continue;
         }
         p->nparams++;
-    }
-}
-
-static const char *param_kind_name(enum param_kind k)
-{
-    switch (k) {
-    case PARAM_INT:
-        return "an integer";
-    case PARAM_FLOAT:
-        return "a number";
-    case PARAM_BOOL:
-        return "true or false";
-    default:
-        return "a string";
     }
 }
 
@@ -672,6 +513,36 @@ static const char *name_hint(struct ctx *c, const char *word, const char *const 
     return guess ? buf : NULL;
 }
 
+/*
+ * Gives param pa the -D value (typed on its own, as eval types it), when
+ * it is of pa's kind in the file: an integer for an integer, any number
+ * for a float (an integer becomes a float), true or false for a boolean,
+ * a list for a list, anything for a param that is None.  A string param
+ * takes the text of any scalar as it is written (-D label=10 is "10").
+ * Takes over value's contents when it returns true.
+ */
+static bool set_param(struct param *pa, struct param *value)
+{
+    char *name = pa->name;
+    int line = pa->line, col = pa->col;
+
+    if (pa->kind == PARAM_FLOAT && value->kind == PARAM_INT) {
+        value->kind = PARAM_FLOAT;
+        value->number = (double)value->integer;
+    }
+    if (pa->kind == PARAM_STRING && value->kind != PARAM_LIST)
+        value->kind = PARAM_STRING;
+    if (pa->kind != PARAM_NONE && value->kind != pa->kind)
+        return false;
+    param_clear(pa);
+    *pa = *value;
+    pa->name = name;
+    pa->line = line;
+    pa->col = col;
+    memset(value, 0, sizeof *value);
+    return true;
+}
+
 static void apply_sets(struct ctx *c, const struct overrides *ov)
 {
     struct pipeline *p = c->p;
@@ -683,12 +554,9 @@ static void apply_sets(struct ctx *c, const struct overrides *ov)
         names[i] = p->params[i].name;
     for (size_t i = 0; ov && i < ov->nsets; i++) {
         struct override *o = &ov->sets[i];
-        struct param *pa = NULL;
+        struct param *pa = NULL, value;
         char list[512], hint[128];
         const char *v = o->value ? o->value : "";
-        int64_t iv;
-        double x;
-        bool b;
 
         for (size_t j = 0; j < p->nparams && !pa; j++)
             if (strcmp(p->params[j].name, o->name) == 0)
@@ -700,39 +568,21 @@ static void apply_sets(struct ctx *c, const struct overrides *ov)
                             name_list(c, names, p->nparams, list, sizeof list));
             continue;
         }
-        switch (pa->kind) {
-        case PARAM_INT:
-            if (!parse_int64(v, &iv))
-                goto mismatch;
-            pa->integer = iv;
-            pa->number = (double)iv;
-            break;
-        case PARAM_FLOAT:
-            if (!parse_number(v, &x))
-                goto mismatch;
-            pa->number = x;
-            break;
-        case PARAM_BOOL:
-            if (!parse_bool(v, &b))
-                goto mismatch;
-            pa->boolean = b;
-            break;
-        case PARAM_STRING:
-            break;
-        }
-        {
-            char *s = dup_text(c, v);
-            if (s) {
-                free(pa->string);
-                pa->string = s;
-            }
+        memset(&value, 0, sizeof value);
+        if (!param_from_text(&value, v, o->name, c->d))
+            continue;
+        if (!set_param(pa, &value)) {
+            diag_error_code(c->d, 2, 0, 0,
+                            pa->kind == PARAM_LIST ? "write a list in brackets: -D NAME=[2, 8]"
+                                                   : "a -D value is typed as YAML types a "
+                                                     "plain scalar",
+                            "-D %s=%.60s: param '%s' takes %s (it is %.40s at line %d), not %s",
+                            o->name, v, o->name, param_kind_name(pa->kind), pa->string,
+                            pa->line, param_kind_name(value.kind));
+            param_clear(&value);
+            continue;
         }
         o->used = true;
-        continue;
-    mismatch:
-        diag_error_code(c->d, 2, 0, 0, NULL,
-                        "-D %s=%.60s: param '%s' takes %s (it is %.40s at line %d)", o->name, v,
-                        o->name, param_kind_name(pa->kind), pa->string, pa->line);
     }
     free(names);
 }
@@ -1000,6 +850,79 @@ static void apply_inputs(struct ctx *c, const struct overrides *ov)
 
 /* -------------------------------------------------------------- stages */
 
+/* The brackets a statement's text opens and does not close, outside
+ * strings: negative when it closes more than it opens. */
+static long open_brackets(const char *text)
+{
+    long depth = 0;
+    char quote = 0;
+
+    for (const char *t = text; *t; t++) {
+        if (quote)
+            quote = *t == quote ? 0 : quote;
+        else if (*t == '"' || *t == '\'')
+            quote = *t;
+        else if (*t == '(' || *t == '[')
+            depth++;
+        else if (*t == ')' || *t == ']')
+            depth--;
+    }
+    return depth;
+}
+
+/*
+ * In a flow sequence (do: [y = clamp(x, 0, 1)]) YAML ends an item at every
+ * comma, so a statement with a comma arrives in pieces: one that opens a
+ * bracket, then pieces that close it.  Returns how many items from first
+ * on are the pieces of one statement (0 when the item is whole) and
+ * reports them once.
+ */
+static size_t split_statement(struct ctx *c, struct stage *st, const struct ynode *seq,
+                              size_t first)
+{
+    const struct ynode *s = seq->items[first];
+    char joined[512], hint[640];
+    size_t n = 1, used;
+    long depth;
+    struct statement *parsed;
+
+    if (!seq->flow || s->kind != YNODE_SCALAR || !s->plain || strlen(s->value) != s->length)
+        return 0;
+    depth = open_brackets(s->value);
+    if (depth <= 0)
+        return 0;
+    while (depth > 0 && first + n < seq->count) {
+        const struct ynode *next = seq->items[first + n];
+        if (next->kind != YNODE_SCALAR || !next->plain || strlen(next->value) != next->length)
+            break;
+        depth += open_brackets(next->value);
+        n++;
+    }
+    if (n == 1)
+        return 0; /* nothing after it: an unclosed bracket, for expr_parse to report */
+    /* the statement as written, give or take the spaces after its commas */
+    used = (size_t)snprintf(joined, sizeof joined, "%s", s->value);
+    for (size_t k = 1; k < n && used < sizeof joined; k++)
+        used += (size_t)snprintf(joined + used, sizeof joined - used, ", %s",
+                                 seq->items[first + k]->value);
+    snprintf(hint, sizeof hint,
+             "write 'do:' as a block list, one '- STATEMENT' line each, or quote the "
+             "statement: [\"%.200s\"]",
+             joined);
+    diag_error(c->d, s->line, s->col, hint,
+               "YAML split this statement at its comma%s: inside [ ], a comma ends a list "
+               "item, so '%.40s' is only its first piece",
+               n > 2 ? "s" : "", s->value);
+    /* read it whole all the same, so that its targets are bound for the
+     * statements after it (its own errors point at its start) */
+    if (used < sizeof joined) {
+        parsed = expr_parse(joined, s->line, s->col, false, NULL, c->d);
+        if (parsed)
+            st->statements[st->nstatements++] = parsed;
+    }
+    return n;
+}
+
 static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
 {
     if (!expect_kind(c, v, YNODE_SEQUENCE, "do", "write each statement as a '- NAME = EXPR' line"))
@@ -1014,7 +937,12 @@ static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
     for (size_t i = 0; i < v->count; i++) {
         const struct ynode *s = v->items[i];
         struct statement *parsed;
+        size_t pieces = split_statement(c, st, v, i);
 
+        if (pieces) {
+            i += pieces - 1;
+            continue;
+        }
         if (s->kind != YNODE_SCALAR || is_null(s)) {
             char buf[64];
             diag_error(c->d, s->line, s->col, "quote a statement that YAML reads otherwise",
@@ -1025,7 +953,10 @@ static void parse_do(struct ctx *c, struct stage *st, const struct ynode *v)
             diag_error(c->d, s->line, s->col, NULL, "the statement contains a NUL character");
             continue;
         }
-        parsed = expr_parse(s->value, s->line, s->col, s->single_line, NULL, c->d);
+        if (s->places)
+            parsed = expr_parse_placed(s->value, s->places, NULL, c->d);
+        else
+            parsed = expr_parse(s->value, s->line, s->col, s->single_line, NULL, c->d);
         if (parsed)
             st->statements[st->nstatements++] = parsed;
     }
@@ -1506,7 +1437,7 @@ static bool check_version(struct ctx *c, const struct ynode *root)
                    "missing 'tensorrun: %d' (the format version)", PIPELINE_FORMAT);
         return true;
     }
-    if (v->kind != YNODE_SCALAR || !v->plain || !parse_int64(v->value, &n)) {
+    if (v->kind != YNODE_SCALAR || !v->plain || core_int(v->value, &n) != 0) {
         expected(c, v, "the integer 1", "tensorrun", "the format version is 'tensorrun: 1'");
         return true;
     }
@@ -1676,7 +1607,7 @@ void pipeline_free(struct pipeline *p)
         return;
     for (size_t i = 0; i < p->nparams; i++) {
         free(p->params[i].name);
-        free(p->params[i].string);
+        param_clear(&p->params[i]);
     }
     free(p->params);
     for (size_t i = 0; i < p->ninputs; i++) {

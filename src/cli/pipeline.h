@@ -12,23 +12,12 @@
 
 #include "diag.h"
 #include "expr.h"
+#include "param.h"
 #include "tensorrun.h"
 #include "tensorrun_io.h"
 #include "yaml_tree.h"
 
 #define PIPELINE_FORMAT 1 /* the `tensorrun:` version this program reads */
-
-enum param_kind { PARAM_INT, PARAM_FLOAT, PARAM_BOOL, PARAM_STRING };
-
-struct param {
-    char *name;
-    int line, col;
-    enum param_kind kind;
-    int64_t integer;
-    double number;
-    bool boolean;
-    char *string;           /* the value as written (after -D), for every kind */
-};
 
 struct input {
     char *name;
@@ -93,6 +82,11 @@ struct pipeline {
     bool has_device;
     struct tr_device device;
     bool device_auto;
+    /* from the command line (run_loaded sets them before planning) */
+    bool has_force_device;         /* --force-device: every stage on force_device */
+    struct tr_device force_device;
+    uint64_t memory_limit;         /* --memory-limit in bytes; 0: none */
+    int threads;                   /* --threads; 0: every online core */
     struct param *params;
     size_t nparams;
     struct input *inputs;
@@ -123,8 +117,9 @@ struct overrides {
  * when the file is not YAML), or NULL when the file cannot be read at all
  * (path "-" included: exit code 2).  After errors, an item may lack what
  * was wrong in it: a NULL path, stage name or foreach; its statements are
- * the ones that parsed.  Overrides: -D sets a param, keeping its
- * type (a number stays a number; a name that is no param is an error with
+ * the ones that parsed.  Overrides: -D sets a param, its value typed as
+ * param.h says and of the param's kind (see set_param in pipeline.c; a
+ * name that is no param, or a value of another kind, is an error with
  * exit code 2); -i replaces an input's path (an unknown input: exit code
  * 2); -o replaces an output's path, or adds an output for any other name
  * (whether a statement binds it is the planner's question).  Paths from

@@ -168,9 +168,21 @@ static char *describe(const struct tr_value *v, char *buf, size_t size)
     case TR_VALUE_DTYPE:
         snprintf(buf, size, "%s", tr_dtype_name(v->dtype));
         break;
-    case TR_VALUE_LIST:
-        snprintf(buf, size, "a list of %zu", v->count);
+    case TR_VALUE_LIST: {
+        /* [2, 8]: each item as it is described, as far as buf goes */
+        size_t used = 0;
+        char item[64];
+        snprintf(buf, size, "[");
+        used = strlen(buf);
+        for (size_t i = 0; i < v->count && used + 1 < size; i++) {
+            snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                     describe(&v->items[i], item, sizeof item));
+            used += strlen(buf + used);
+        }
+        if (used + 1 < size)
+            snprintf(buf + used, size - used, "]");
         break;
+    }
     default:
         snprintf(buf, size, "None");
     }
@@ -317,6 +329,47 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
     }
 }
 
+/* A param's value as a constant; a list's items in the plan's arena. */
+static bool param_meta(struct plan *plan, const struct param *param, struct tr_value *v)
+{
+    memset(v, 0, sizeof *v);
+    v->known = true;
+    v->weak = true;
+    switch (param->kind) {
+    case PARAM_INT:
+        v->kind = TR_VALUE_INT;
+        v->integer = param->integer;
+        return true;
+    case PARAM_FLOAT:
+        v->kind = TR_VALUE_FLOAT;
+        v->number = param->number;
+        return true;
+    case PARAM_BOOL:
+        v->kind = TR_VALUE_BOOL;
+        v->boolean = param->boolean;
+        return true;
+    case PARAM_NONE:
+        v->kind = TR_VALUE_NONE;
+        return true;
+    case PARAM_LIST: {
+        struct tr_value *items = arena_alloc(plan, (param->nitems + 1) * sizeof *items);
+        if (!items)
+            return false;
+        for (size_t i = 0; i < param->nitems; i++)
+            if (!param_meta(plan, &param->items[i], &items[i]))
+                return false;
+        v->kind = TR_VALUE_LIST;
+        v->count = param->nitems;
+        v->items = items;
+        return true;
+    }
+    default:
+        v->kind = TR_VALUE_STRING;
+        v->string = param->string;
+        return true;
+    }
+}
+
 static void bind_params(struct plan *plan)
 {
     struct pipeline *p = plan->pipeline;
@@ -327,25 +380,8 @@ static void bind_params(struct plan *plan)
         if (!v)
             return;
         v->param = true;
-        v->meta.known = true;
-        v->meta.weak = true;
-        switch (param->kind) {
-        case PARAM_INT:
-            v->meta.kind = TR_VALUE_INT;
-            v->meta.integer = param->integer;
-            break;
-        case PARAM_FLOAT:
-            v->meta.kind = TR_VALUE_FLOAT;
-            v->meta.number = param->number;
-            break;
-        case PARAM_BOOL:
-            v->meta.kind = TR_VALUE_BOOL;
-            v->meta.boolean = param->boolean;
-            break;
-        default:
-            v->meta.kind = TR_VALUE_STRING;
-            v->meta.string = param->string;
-        }
+        if (!param_meta(plan, param, &v->meta))
+            v->poisoned = true; /* out of memory */
     }
 }
 
@@ -887,10 +923,12 @@ static struct tr_device stage_device(const struct pipeline *p, const struct stag
     bool automatic = s->has_device ? s->device_auto : p->has_device ? p->device_auto : true;
     struct tr_device d = s->has_device ? s->device : p->device;
 
-    /* auto is the CPU until the CUDA kernels exist (SPEC.md section 4 makes
-     * it CUDA when a usable device is present, from then on) */
+    /* auto is the CPU until the CUDA kernels exist (CUDA when a usable
+     * device is present, from then on) */
     if (!has || automatic)
         d = TR_CPU;
+    if (p->has_force_device)
+        d = p->force_device; /* --force-device: whatever the stage says */
     *cuda = d.kind == TR_DEV_CUDA;
     return d;
 }
@@ -1157,8 +1195,10 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
         bool cuda;
         ps->stage = &p->stages[s];
         ps->device = stage_device(p, ps->stage, &cuda);
-        if (ps->stage->has_device && ps->device.kind == TR_DEV_CUDA && !tr_device_available(ps->device))
-            diag_warning(d, ps->stage->line, ps->stage->col, NULL,
+        if (ps->device.kind == TR_DEV_CUDA && !tr_device_available(ps->device))
+            diag_warning(d, ps->stage->line, ps->stage->col,
+                         p->has_force_device ? NULL
+                                             : "--force-device cpu runs every stage on the CPU",
                          "stage '%s' is to run on CUDA, which is not available here (%s); "
                          "running it will fail",
                          ps->stage->name ? ps->stage->name : "?", tr_cuda_unavailable_reason());

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,8 +18,8 @@
 #include "plan.h"
 
 enum {
-    OPT_DEVICE = 256, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS, OPT_STATS_FILE,
-    OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT
+    OPT_DEVICE = 256, OPT_FORCE_DEVICE, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS,
+    OPT_STATS_FILE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT
 };
 
 static const struct option options[] = {
@@ -26,6 +27,7 @@ static const struct option options[] = {
     {"input", required_argument, NULL, 'i'},
     {"output", required_argument, NULL, 'o'},
     {"device", required_argument, NULL, OPT_DEVICE},
+    {"force-device", required_argument, NULL, OPT_FORCE_DEVICE},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
     {"keep-cache", no_argument, NULL, OPT_KEEP_CACHE},
@@ -48,7 +50,10 @@ static const char run_options_help[] =
     "  -i, --input NAME=PATH[:KEY]\n"
     "                           read input NAME from PATH ('-' is standard input);\n"
     "                           :KEY picks one tensor of a .safetensors file\n"
-    "      --device DEV         default device: cpu, cuda, cuda:N or auto\n"
+    "      --device DEV         default device for stages that name none: cpu, cuda,\n"
+    "                           cuda:N or auto\n"
+    "      --force-device DEV   every stage on DEV (cpu, cuda or cuda:N), whatever the\n"
+    "                           stages say\n"
     "      --threads N          CPU threads (default: every online core)\n"
     "      --memory-limit SIZE  cap on the pool's reserved bytes (512M, 2G, 1.5GiB)\n"
     "      --keep-cache         do not release the pool's idle cache between stages\n"
@@ -61,8 +66,33 @@ static const char run_options_help[] =
     "  -q, --quiet              no statistics, no progress\n"
     "  -v, --verbose            the time of every statement too\n";
 
-static void print_help(bool eval)
+static const char validate_options_help[] =
+    "  -D, --set NAME=VALUE     set a pipeline parameter (repeatable)\n"
+    "  -i, --input NAME=PATH[:KEY]\n"
+    "                           read input NAME from PATH (:KEY: one tensor of it)\n"
+    "  -o, --output NAME=PATH   write value NAME to PATH\n"
+    "      --device DEV         default device for stages that name none\n"
+    "      --force-device DEV   every stage on DEV (cpu, cuda or cuda:N)\n"
+    "      --threads N          CPU threads the run would use\n"
+    "      --memory-limit SIZE  the run's cap on pool memory (512M, 2G, 1.5GiB)\n";
+
+static void print_help(enum run_command command)
 {
+    bool eval = command == RUN_COMMAND_EVAL;
+
+    if (command == RUN_COMMAND_VALIDATE) {
+        fputs("Usage: tensorrun validate PIPELINE.yaml [OPTIONS]\n"
+              "\n"
+              "Check everything that can be checked without computing (the schema, every\n"
+              "statement, the inputs' headers, the outputs' directories), report every error,\n"
+              "and print the plan.  Exit 0 exactly when run would start computing.\n"
+              "\n"
+              "Options:\n",
+              stdout);
+        fputs(validate_options_help, stdout);
+        fputs("\nSee tensorrun(1).\n", stdout);
+        return;
+    }
     if (eval)
         fputs("Usage: tensorrun eval 'STATEMENTS' [-i NAME=PATH]... [-o [NAME=]PATH]... [OPTIONS]\n"
               "\n"
@@ -103,6 +133,44 @@ static bool add_eval_output(struct run_args *a, const char *text)
     return true;
 }
 
+/* What a size was read as, in words: "512 bytes", "1.5 MiB". */
+static const char *size_words(uint64_t bytes, char *buf, size_t size)
+{
+    if (bytes < 1024)
+        snprintf(buf, size, "%llu byte%s", (unsigned long long)bytes, bytes == 1 ? "" : "s");
+    else
+        tr_format_bytes(bytes, buf, size);
+    return buf;
+}
+
+/* A limit below 1 MiB is almost surely a unit left out (512 for 512M); one
+ * above the machine's memory caps nothing.  Both are warnings: the run
+ * goes on with the limit as written. */
+static void check_memory_limit(const char *text, uint64_t limit)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t machine = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    char read_as[32], mem[32];
+
+    if (limit < ((uint64_t)1 << 20)) {
+        size_t digits = strspn(text, "0123456789.");
+        msg_warning(NULL, "--memory-limit %s is %s; did you mean %.*sM?", text,
+                    size_words(limit, read_as, sizeof read_as), (int)digits, text);
+    } else if (machine && limit > machine) {
+        msg_warning(NULL, "--memory-limit %s is %s, more than this machine's memory (%s); "
+                          "it limits nothing",
+                    text, size_words(limit, read_as, sizeof read_as),
+                    tr_format_bytes(machine, mem, sizeof mem));
+    }
+}
+
+/* Whether validate takes option c: those that change what the plan says. */
+static bool validate_takes(int c)
+{
+    return c == 'D' || c == 'i' || c == 'o' || c == OPT_DEVICE || c == OPT_FORCE_DEVICE ||
+           c == OPT_THREADS || c == OPT_MEMORY_LIMIT;
+}
+
 static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
 {
     int64_t n;
@@ -121,6 +189,13 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
         if (!a->device_auto && tr_device_parse(arg, &a->device) != TR_OK)
             return usage_error("--device: '%s' is not a device (cpu, cuda, cuda:N or auto)", arg);
         return EXIT_OK;
+    case OPT_FORCE_DEVICE:
+        a->force_given = true;
+        if (strcmp(arg, "auto") == 0 || tr_device_parse(arg, &a->force_device) != TR_OK) {
+            tr_clear_error();
+            return usage_error("--force-device: '%s' is not a device (cpu, cuda or cuda:N)", arg);
+        }
+        return EXIT_OK;
     case OPT_THREADS:
         if (!parse_int(arg, 1, 4096, &n))
             return usage_error("--threads: '%s' is not a number of threads (1 to 4096)", arg);
@@ -130,6 +205,7 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
         if (!parse_size(arg, &a->options.memory_limit) || a->options.memory_limit == 0)
             return usage_error("--memory-limit: '%s' is not a size (such as 512M, 2G or 1.5GiB)",
                                arg);
+        check_memory_limit(arg, a->options.memory_limit);
         return EXIT_OK;
     case OPT_KEEP_CACHE:
         a->options.keep_cache = true;
@@ -218,8 +294,14 @@ static bool takes_next_word(const char *word, const char *shortopts)
 
 int run_args_parse(int argc, char **argv, bool eval, struct run_args *a)
 {
+    return run_args_parse_for(argc, argv, eval ? RUN_COMMAND_EVAL : RUN_COMMAND_RUN, a);
+}
+
+int run_args_parse_for(int argc, char **argv, enum run_command which, struct run_args *a)
+{
     static const char shortopts[] = ":D:i:o:nqvh";
-    const char *command = eval ? "eval" : "run";
+    bool eval = which == RUN_COMMAND_EVAL, validate = which == RUN_COMMAND_VALIDATE;
+    const char *command = eval ? "eval" : validate ? "validate" : "run";
     bool ended = false;
     int n = 0;
 
@@ -246,15 +328,22 @@ int run_args_parse(int argc, char **argv, bool eval, struct run_args *a)
     opterr = 0;
     optind = 1;
     for (;;) {
-        int c = getopt_long(n, a->args, shortopts, options, NULL), status;
+        int longindex = -1;
+        int c = getopt_long(n, a->args, shortopts, options, &longindex), status;
         if (c == -1)
             break;
         if (c == 'h') {
-            print_help(eval);
+            print_help(which);
             return -1;
         }
         if (c == ':' || c == '?')
             return option_error(command, c, n, a->args, options, eval);
+        if (validate && !validate_takes(c)) {
+            if (longindex >= 0)
+                return usage_error("validate: '--%s' is an option of run, not of validate",
+                                   options[longindex].name);
+            return usage_error("validate: '-%c' is an option of run, not of validate", c);
+        }
         status = parse_one(c, optarg, eval, a);
         if (status != EXIT_OK)
             return status;
@@ -268,6 +357,7 @@ int run_args_parse(int argc, char **argv, bool eval, struct run_args *a)
     }
     if (a->print && a->format != TIO_FORMAT_UNKNOWN)
         return usage_error("eval: --print writes text, --format bytes: give one of them");
+    a->dry_run = a->dry_run || validate;
     if (a->quiet && !a->stats_given)
         a->options.stats = REPORT_NONE;
     if (a->quiet && a->options.progress == PROGRESS_AUTO)
@@ -302,6 +392,28 @@ int check_standard_input(const struct pipeline *p)
     return first && stdin_is_terminal(what) ? EXIT_USAGE : EXIT_OK;
 }
 
+/* A dry run checks what the run's tio_output_open would refuse, each
+ * error at the output's place in the file, so that validate exits 4 where
+ * run would. */
+static void check_outputs_writable(const struct pipeline *p, struct diag_list *d)
+{
+    for (size_t i = 0; i < p->noutputs; i++) {
+        const struct output *o = &p->outputs[i];
+        bool seen = false;
+        if (!o->path)
+            continue;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = p->outputs[k].path && strcmp(p->outputs[k].path, o->path) == 0;
+        if (seen)
+            continue;
+        if (tio_output_check(o->path) != TR_OK) {
+            diag_error_code(d, exit_for_status(tr_last_status()), o->line, o->col, NULL,
+                            "output '%s': %s", o->name, tr_last_error());
+            tr_clear_error();
+        }
+    }
+}
+
 int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
 {
     struct plan *plan;
@@ -316,7 +428,13 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
         p->device_auto = a->device_auto;
         p->device = a->device_auto ? TR_CPU : a->device;
     }
+    p->has_force_device = a->force_given;
+    p->force_device = a->force_device;
+    p->memory_limit = a->options.memory_limit;
+    p->threads = a->options.threads;
     plan = plan_build(p, d, !a->dry_run);
+    if (plan && a->dry_run)
+        check_outputs_writable(p, d);
     status = plan ? diag_exit_code(d) : EXIT_OOM;
     diag_print(d, stderr);
     if (status == EXIT_OK && a->dry_run)

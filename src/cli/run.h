@@ -11,11 +11,18 @@
 #include "exec.h"
 #include "pipeline.h"
 
+/* The commands that take run options: validate takes those that change
+ * what the plan says (-D -i -o --device --force-device --threads
+ * --memory-limit). */
+enum run_command { RUN_COMMAND_RUN, RUN_COMMAND_EVAL, RUN_COMMAND_VALIDATE };
+
 struct run_args {
     struct overrides overrides;
     struct run_options options;
     bool device_given, device_auto;
     struct tr_device device;
+    bool force_given;            /* --force-device: every stage on force_device */
+    struct tr_device force_device;
     bool stats_given, quiet, dry_run;
     const char *stats_file;
     char **args;                 /* argv without "--" and the word after it */
@@ -37,6 +44,9 @@ struct run_args {
  * the first two in a->operands; "--" makes the word after it an operand,
  * and options may follow that word. */
 int run_args_parse(int argc, char **argv, bool eval, struct run_args *a);
+/* The same for any command; validate is run_args_parse_for(VALIDATE),
+ * and leaves a->dry_run set. */
+int run_args_parse_for(int argc, char **argv, enum run_command command, struct run_args *a);
 void run_args_free(struct run_args *a);
 
 /* Exit 2 (reported) when two inputs of p read standard input, or the one
@@ -44,7 +54,10 @@ void run_args_free(struct run_args *a);
 int check_standard_input(const struct pipeline *p);
 
 /* Plans p (its diagnostics into d, printed here), then prints the plan for
- * a dry run or executes it.  Returns the exit status. */
+ * a dry run or executes it.  The options that change the plan (--device,
+ * --force-device, --memory-limit, --threads) are set on p first; a dry run
+ * also checks that every output could be created, as the run would.
+ * Returns the exit status. */
 int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a);
 
 #endif /* TR_CLI_RUN_H */

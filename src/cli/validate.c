@@ -1,6 +1,8 @@
 /*
  * validate.c - `tensorrun validate PIPELINE.yaml`: every check that needs
  * no computing, every error reported in one pass; the plan on success.
+ * It is `run --dry-run`, with the run options that change the plan only;
+ * the -D/-i/-o overrides of both are read here.
  */
 #include "config.h"
 
@@ -69,57 +71,29 @@ bool parse_override(int c, const char *arg, struct overrides *o)
 
 int cmd_validate(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"set", required_argument, NULL, 'D'},
-        {"input", required_argument, NULL, 'i'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    struct overrides o = {0};
+    struct run_args a;
     struct diag_list d;
     struct pipeline *p;
-    struct plan *plan = NULL;
-    int status;
+    int status = run_args_parse_for(argc, argv, RUN_COMMAND_VALIDATE, &a);
 
-    opterr = 0;
-    optind = 1;
-    for (;;) {
-        int c = getopt_long(argc, argv, ":D:i:o:h", options, NULL);
-        if (c == -1)
-            break;
-        if (c == 'h') {
-            printf("Usage: tensorrun validate PIPELINE.yaml [-D NAME=VALUE]... [-i NAME=PATH]... "
-                   "[-o NAME=PATH]...\n");
-            overrides_free(&o);
-            return EXIT_OK;
-        }
-        if (c == ':' || c == '?') {
-            overrides_free(&o);
-            return option_error("validate", c, argc, argv, options, false);
-        }
-        if (!parse_override(c, optarg, &o)) {
-            overrides_free(&o);
-            return EXIT_USAGE;
-        }
+    if (status != EXIT_OK) {
+        run_args_free(&a);
+        return status < 0 ? EXIT_OK : status;
     }
-    if (argc - optind != 1) {
-        overrides_free(&o);
+    if (a.noperands != 1) {
+        run_args_free(&a);
         return usage_error("validate: expected one pipeline file");
     }
-    diag_init(&d, argv[optind], NULL, 0);
-    p = pipeline_load(argv[optind], &o, &d);
-    status = p ? check_standard_input(p) : EXIT_OK;
-    if (p && status == EXIT_OK)
-        plan = plan_build(p, &d, false);
-    if (status == EXIT_OK)
+    diag_init(&d, a.operands[0], NULL, 0);
+    p = pipeline_load(a.operands[0], &a.overrides, &d);
+    if (p) {
+        status = run_loaded(p, &d, &a);
+    } else {
         status = diag_exit_code(&d);
-    diag_print(&d, stderr);
-    if (status == EXIT_OK && plan)
-        plan_print(plan, stdout);
-    plan_free(plan);
+        diag_print(&d, stderr);
+    }
     pipeline_free(p);
     diag_free(&d);
-    overrides_free(&o);
+    run_args_free(&a);
     return status;
 }

@@ -38,6 +38,8 @@ struct builder {
     struct frame stack[YAML_MAX_DEPTH];
     int depth;
     struct ynode *root;
+    size_t *line_starts;   /* byte offset of each line, made when first needed */
+    size_t nlines;
     bool failed;           /* an error was reported: the tree is not returned */
     bool stop;             /* nothing more can be read */
 };
@@ -69,6 +71,7 @@ static void node_free(struct ynode *n)
         }
     }
     free(n->value);
+    free(n->places);
     free(n->items);
     free(n->pairs);
     free(n);
@@ -302,6 +305,103 @@ static size_t utf8_chars(const char *s, size_t len)
     return n;
 }
 
+/* The byte offset of a mark (whose line and column count characters), or
+ * SIZE_MAX when it is not in the text. */
+static size_t mark_byte(struct builder *b, yaml_mark_t m)
+{
+    size_t at, chars = 0;
+
+    if (!b->line_starts) {
+        size_t n = 1;
+        for (size_t i = 0; i < b->len; i++)
+            n += b->text[i] == '\n';
+        b->line_starts = malloc(n * sizeof *b->line_starts);
+        if (!b->line_starts)
+            return SIZE_MAX;
+        b->line_starts[0] = 0;
+        b->nlines = 1;
+        for (size_t i = 0; i < b->len; i++)
+            if (b->text[i] == '\n')
+                b->line_starts[b->nlines++] = i + 1;
+    }
+    if (m.line >= b->nlines)
+        return SIZE_MAX;
+    at = b->line_starts[m.line];
+    while (at < b->len && b->text[at] != '\n' && chars < m.column) {
+        at++;
+        if (at >= b->len || ((unsigned char)b->text[at] & 0xC0) != 0x80)
+            chars++;
+    }
+    return chars == m.column ? at : SIZE_MAX;
+}
+
+/* Moves *at one byte on, keeping the line and column of the character it
+ * is in. */
+static void step(const struct builder *b, size_t *at, struct diag_place *pl)
+{
+    if (b->text[*at] == '\n') {
+        pl->line++;
+        pl->col = 1;
+    } else if (*at + 1 < b->len && ((unsigned char)b->text[*at + 1] & 0xC0) != 0x80 &&
+               pl->col < INT32_MAX) {
+        pl->col++;
+    }
+    (*at)++;
+}
+
+/*
+ * Where each byte of a scalar over several lines is in the file: the
+ * scalar's characters are found in its source one after the other, and
+ * what lies between them must be what YAML takes away (indentation, line
+ * breaks that folding made spaces, quotes and the backslash of an escaped
+ * line break).  Anything else (an escape such as \t) means the text does
+ * not map onto the file: NULL then, and errors point at the scalar's start.
+ */
+static struct diag_place *scalar_places(struct builder *b, const yaml_event_t *e,
+                                        const struct ynode *n)
+{
+    yaml_scalar_style_t style = e->data.scalar.style;
+    bool quoted = style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                  style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    size_t at = mark_byte(b, e->start_mark), end = mark_byte(b, e->end_mark);
+    struct diag_place pl = {mark_line(e->start_mark), mark_col(e->start_mark)};
+    struct diag_place *places;
+
+    if (at == SIZE_MAX || end == SIZE_MAX || at > end || n->length > end - at)
+        return NULL;
+    if (style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE) {
+        /* the text starts on the line after the | or > and its header */
+        while (at < end && b->text[at] != '\n')
+            step(b, &at, &pl);
+        if (at < end)
+            step(b, &at, &pl);
+    } else if (quoted && at < end) {
+        step(b, &at, &pl);
+    }
+    places = malloc((n->length + 1) * sizeof *places);
+    if (!places)
+        return NULL;
+    for (size_t i = 0; i < n->length; i++) {
+        while (at < end && b->text[at] != n->value[i]) {
+            char k = b->text[at];
+            if (!(k == ' ' || k == '\t' || k == '\n' || k == '\r' ||
+                  (quoted && (k == '\\' || k == '"' || k == '\'')))) {
+                free(places);
+                return NULL;
+            }
+            step(b, &at, &pl);
+        }
+        if (at >= end) {
+            free(places);
+            return NULL;
+        }
+        places[i] = pl;
+        step(b, &at, &pl);
+    }
+    places[n->length] = pl;
+    return places;
+}
+
 static void on_scalar(struct builder *b, const yaml_event_t *e)
 {
     yaml_scalar_style_t style = e->data.scalar.style;
@@ -337,6 +437,8 @@ static void on_scalar(struct builder *b, const yaml_event_t *e)
     } else {
         n->single_line = false; /* literal and folded blocks */
     }
+    if (!n->single_line)
+        n->places = scalar_places(b, e, n);
     attach(b, n);
 }
 
@@ -359,6 +461,8 @@ static void on_start(struct builder *b, const yaml_event_t *e, enum ynode_kind k
     n = new_node(b, kind, e->start_mark);
     if (!n)
         return;
+    n->flow = kind == YNODE_SEQUENCE ? e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE
+                                     : e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
     f = &b->stack[b->depth++];
     memset(f, 0, sizeof *f);
     f->node = n;
@@ -401,6 +505,19 @@ static void place_of_offset(const char *text, size_t len, size_t offset, int *li
     *col = c;
 }
 
+/* Whether the mark is at a '-' with nothing after it on its line but
+ * blanks or a comment (x: - meant as standard input). */
+static bool bare_dash(struct builder *b, yaml_mark_t m)
+{
+    size_t at = mark_byte(b, m);
+
+    if (at == SIZE_MAX || at >= b->len || b->text[at] != '-')
+        return false;
+    for (at++; at < b->len && (b->text[at] == ' ' || b->text[at] == '\t'); at++)
+        ;
+    return at >= b->len || b->text[at] == '\n' || b->text[at] == '\r' || b->text[at] == '#';
+}
+
 static void syntax_error(struct builder *b, const yaml_parser_t *p)
 {
     int line, col;
@@ -420,6 +537,14 @@ static void syntax_error(struct builder *b, const yaml_parser_t *p)
         if (p->context)
             snprintf(context, sizeof context, " (%s at line %d)", p->context,
                      mark_line(p->context_mark));
+        if (strstr(problem, "block sequence entries are not allowed") &&
+            bare_dash(b, p->problem_mark))
+            hint = "YAML reads a bare - as the start of a list item; write \"-\" (in quotes) "
+                   "for standard input or output";
+        else if (p->context && strstr(p->context, "flow"))
+            hint = "inside [ ] and { }, YAML splits text at commas and reads brackets as its "
+                   "own: write a statement that has them in a block list ('- y = ...' lines), "
+                   "or quote it";
         if (p->problem_mark.index < b->len && strstr(problem, "cannot start any token")) {
             /* the mark counts characters; find the byte it points at */
             size_t chars = 0, i = 0;
@@ -510,6 +635,7 @@ struct ynode *yaml_load(const char *text, size_t len, struct diag_list *diags)
         yaml_event_delete(&e);
     }
     yaml_parser_delete(&parser);
+    free(b.line_starts);
     /* a parse stopped early leaves collections open: hang them together
      * so that one free releases them all */
     while (b.depth > 0)

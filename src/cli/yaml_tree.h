@@ -30,7 +30,13 @@ struct ynode {
     bool plain;            /* unquoted: may be a number, bool or null */
     bool single_line;      /* the scalar's text sits on its line as written,
                               so column = col + offset for one-line text */
+    struct diag_place *places; /* otherwise (a literal or folded block, a plain
+                              or quoted scalar over several lines): where
+                              each byte of value is in the file, length + 1
+                              entries; NULL when the text does not map onto
+                              the file (an escape such as \n) */
     /* sequences and mappings */
+    bool flow;             /* written in flow style: [a, b] or {k: v} */
     size_t count;
     struct ynode **items;  /* sequence items */
     struct ypair *pairs;   /* mapping entries, in file order */

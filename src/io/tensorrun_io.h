@@ -154,6 +154,14 @@ struct tio_output;
  */
 struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options);
 /*
+ * What tio_output_open(path) would fail with, found without creating,
+ * opening or writing anything: TR_OK when it would start, else TR_ERR_IO
+ * with the same message (a directory that does not exist or cannot be
+ * written, a destination that is a directory, a device that cannot be
+ * opened for writing).
+ */
+tr_status tio_output_check(const char *path);
+/*
  * Writes the output's one file: n tensors with their names (names may be
  * NULL for a single tensor; safetensors then calls it "tensor"), converted to
  * dtype unless dtype is TR_DTYPE_COUNT, with metadata (safetensors only; may

@@ -190,6 +190,31 @@ done:
     return s;
 }
 
+tr_status tio_output_check(const char *path)
+{
+    struct stat st;
+    char *dir;
+    tr_status s = TR_OK;
+
+    if (strcmp(path, "-") == 0)
+        return TR_OK;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return tio__error(TR_ERR_IO, "is a directory");
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (access(path, W_OK) != 0)
+            return tio__error(TR_ERR_IO, "cannot open for writing: %s", strerror(errno));
+        return TR_OK;
+    }
+    dir = dir_of(path);
+    if (!dir)
+        return tio__error(TR_ERR_OOM, "out of memory checking an output");
+    /* make_temporary's mkostemp needs to write and search the directory */
+    if (access(dir, W_OK | X_OK) != 0)
+        s = tio__error(TR_ERR_IO, "cannot create a file in %s: %s", dir, strerror(errno));
+    free(dir);
+    return s;
+}
+
 struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options)
 {
     struct tio_output *out = calloc(1, sizeof *out);

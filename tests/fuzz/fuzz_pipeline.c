@@ -84,10 +84,11 @@ static void check_complete(const struct pipeline *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct override sets[] = {{"k", "3", false}, {"eps", "0.5", false}};
+    struct override sets[] = {{"k", "3", false}, {"eps", "0.5", false},
+                              {"shape", "[2, [0x3, x], \"s\"]", false}};
     struct override inputs[] = {{"x", "x.npy", false}};
     struct override outputs[] = {{"y", "y.npy", false}, {"extra", "e.safetensors", false}};
-    struct overrides ov = {sets, inputs, outputs, 2, 1, 2};
+    struct overrides ov = {sets, inputs, outputs, 3, 1, 2};
     struct diag_list diags;
     struct pipeline *p;
 

@@ -15,8 +15,9 @@
  *                      interruption while outputs are renamed into place)
  *   TR_FAIL_FALLOCATE=1  posix_fallocate(3) fails with ENOSPC (a file that
  *                      cannot be mapped and computed in place)
- *   TR_FAIL_CREATE=1   mkostemp(3) fails with EACCES: a directory that is
- *                      not writable, even for root
+ *   TR_FAIL_CREATE=1   mkostemp(3) fails with EACCES, and so does access(2)
+ *                      asking for W_OK: a directory that is not writable,
+ *                      even for root
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -144,4 +145,17 @@ int mkostemp(char *template, int flags)
         return -1;
     }
     return real(template, flags);
+}
+
+int access(const char *path, int mode)
+{
+    static int (*real)(const char *, int);
+
+    if (!real)
+        real = (int (*)(const char *, int))dlsym(RTLD_NEXT, "access");
+    if ((mode & W_OK) && limit("TR_FAIL_CREATE") == 1) {
+        errno = EACCES;
+        return -1;
+    }
+    return real(path, mode);
 }

@@ -433,6 +433,28 @@ static void test_columns(void)
        "columns: tokens after a newline at the statement's place");
     statement_free(s);
 
+    /* with the place of every byte: every token at its own line and column */
+    {
+        static const char placed[] = "a = b +\n c";
+        struct diag_place places[sizeof placed];
+        for (size_t i = 0; i < sizeof placed; i++)
+            places[i] = (struct diag_place){i < 8 ? 6 : 7, i < 8 ? 9 + (int)i : (int)i - 3};
+        s = expr_parse_placed(placed, places, NULL, &d);
+        ok(s && s->line == 6 && s->col == 9 && s->target_cols[0] == 9 &&
+               s->value->line == 6 && s->value->col == 15 &&
+               s->value->args[1].value->line == 7 && s->value->args[1].value->col == 6,
+           "columns: placed tokens at their own lines and columns");
+        statement_free(s);
+        s = expr_parse_placed("y = f(\n  2))", (struct diag_place[14]){
+            {3, 5}, {3, 6}, {3, 7}, {3, 8}, {3, 9}, {3, 10}, {3, 11}, {4, 1},
+            {4, 2}, {4, 3}, {4, 4}, {4, 5}, {4, 6}, {4, 7}}, NULL, &d);
+        ok(!s && d.count == 1 && d.items[0].line == 4 && d.items[0].col == 5,
+           "columns: a placed error at its token's line and column");
+        statement_free(s);
+        diag_free(&d);
+        diag_init(&d, "t.yaml", NULL, 0);
+    }
+
     /* a bare expression's target sits at the statement */
     s = expr_parse("sum(x)", 1, 12, true, "out", &d);
     ok(s && s->ntargets == 1 && strcmp(s->targets[0], "out") == 0 && s->target_cols[0] == 12 &&

@@ -5,7 +5,9 @@
  */
 #include "config.h"
 
+#include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,6 +513,102 @@ static void test_stages(void)
     pipeline_free(p);
 }
 
+/* One typing rule, YAML 1.2's core schema, for the file and for -D. */
+static void test_core_schema(void)
+{
+    static const struct {
+        const char *text;
+        enum param_kind kind;
+        int64_t integer;
+        double number;
+    } cases[] = {
+        {"0x10", PARAM_INT, 16, 0},       {"0o17", PARAM_INT, 15, 0},
+        {"017", PARAM_INT, 17, 0},        {"-12", PARAM_INT, -12, 0},
+        {"+3", PARAM_INT, 3, 0},          {"0xFF", PARAM_INT, 255, 0},
+        {"0x7fffffffffffffff", PARAM_INT, INT64_MAX, 0},
+        {"-9223372036854775808", PARAM_INT, INT64_MIN, 0},
+        {"true", PARAM_BOOL, 1, 0},       {"True", PARAM_BOOL, 1, 0},
+        {"TRUE", PARAM_BOOL, 1, 0},       {"false", PARAM_BOOL, 0, 0},
+        {"False", PARAM_BOOL, 0, 0},      {"FALSE", PARAM_BOOL, 0, 0},
+        {"yes", PARAM_STRING, 0, 0},      {"no", PARAM_STRING, 0, 0},
+        {"on", PARAM_STRING, 0, 0},       {"off", PARAM_STRING, 0, 0},
+        {"tRUE", PARAM_STRING, 0, 0},     {"inf", PARAM_STRING, 0, 0},
+        {"nan", PARAM_STRING, 0, 0},      {"-0x10", PARAM_STRING, 0, 0},
+        {"0x", PARAM_STRING, 0, 0},       {"0o8", PARAM_STRING, 0, 0},
+        {"1_000", PARAM_STRING, 0, 0},    {"None", PARAM_STRING, 0, 0},
+        {"1.5", PARAM_FLOAT, 0, 1.5},     {"1.", PARAM_FLOAT, 0, 1.0},
+        {".5", PARAM_FLOAT, 0, 0.5},      {"-2e3", PARAM_FLOAT, 0, -2000.0},
+        {"1E-2", PARAM_FLOAT, 0, 0.01},   {".inf", PARAM_FLOAT, 0, INFINITY},
+        {"-.inf", PARAM_FLOAT, 0, -INFINITY}, {"+.Inf", PARAM_FLOAT, 0, INFINITY},
+        {".INF", PARAM_FLOAT, 0, INFINITY},
+        {"~", PARAM_NONE, 0, 0},          {"null", PARAM_NONE, 0, 0},
+        {"Null", PARAM_NONE, 0, 0},       {"NULL", PARAM_NONE, 0, 0},
+        {"", PARAM_NONE, 0, 0},           {"\"0x10\"", PARAM_STRING, 0, 0},
+        {"'true'", PARAM_STRING, 0, 0},
+    };
+    static const char *const nans[] = {".nan", ".NaN", ".NAN"};
+    char yaml[256];
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct param d;
+        struct pipeline *p;
+        bool same;
+
+        memset(&d, 0, sizeof d);
+        diag_free(&diags);
+        diag_init(&diags, "-D", NULL, 0);
+        same = param_from_text(&d, cases[i].text, "k", &diags) && d.kind == cases[i].kind &&
+               (d.kind != PARAM_INT || d.integer == cases[i].integer) &&
+               (d.kind != PARAM_BOOL || d.boolean == (cases[i].integer != 0)) &&
+               (d.kind != PARAM_FLOAT || d.number == cases[i].number);
+        ok(same, "-D k=%s is %s", cases[i].text, param_kind_name(cases[i].kind));
+        /* the same text in a file: the same value */
+        snprintf(yaml, sizeof yaml, "tensorrun: 1\nparams:\n  k: %s\nstages: [{name: s, do: [y = k]}]\n",
+                 cases[i].text);
+        p = load(yaml);
+        ok(p && p->nparams == 1 && p->params[0].kind == d.kind &&
+               p->params[0].integer == d.integer && p->params[0].boolean == d.boolean &&
+               (d.kind != PARAM_FLOAT || p->params[0].number == d.number),
+           "k: %s in a file is the same", cases[i].text);
+        pipeline_free(p);
+        param_clear(&d);
+    }
+    for (size_t i = 0; i < 3; i++) {
+        struct param d;
+        memset(&d, 0, sizeof d);
+        ok(param_from_text(&d, nans[i], "k", &diags) && d.kind == PARAM_FLOAT &&
+               d.number != d.number,
+           "%s is NaN", nans[i]);
+        param_clear(&d);
+    }
+    {
+        struct param d;
+        memset(&d, 0, sizeof d);
+        diag_free(&diags);
+        diag_init(&diags, "-D", NULL, 0);
+        ok(param_from_text(&d, "[2, 0x8, [true, x], \"y\"]", "shape", &diags) &&
+               d.kind == PARAM_LIST && d.nitems == 4 && d.items[1].integer == 8 &&
+               d.items[2].kind == PARAM_LIST && d.items[2].items[0].kind == PARAM_BOOL &&
+               d.items[2].items[1].kind == PARAM_STRING && d.items[3].kind == PARAM_STRING &&
+               strcmp(d.string, "[2, 0x8, [true, x], \"y\"]") == 0,
+           "-D shape=[...]: a flow sequence, its items typed by the same rule");
+        param_clear(&d);
+        ok(!param_from_text(&d, "[1, 2", "shape", &diags) && diag_exit_code(&diags) == 2,
+           "-D shape=[1, 2: exit 2");
+        has_error(0, 0, "-D shape=[1, 2: YAML syntax error", "it says why");
+        ok(!param_from_text(&d, "[{a: 1}]", "m", &diags), "-D m=[{a: 1}]: no mappings");
+        has_error(0, 0, "-D m=[{a: 1}]: expected a number", "it says what it found");
+        ok(!param_from_text(&d, "0x10000000000000000", "h", &diags), "a hex integer too large");
+        has_error(0, 0, "-D h=0x10000000000000000: integer 0x10000000000000000 is out of range",
+                  "is an error");
+        ok(param_from_text(&d, "[[[[[[[[1]]]]]]]]", "deep", &diags) && d.kind == PARAM_LIST,
+           "lists nested 8 deep");
+        param_clear(&d);
+        ok(!param_from_text(&d, "[[[[[[[[[1]]]]]]]]]", "deep", &diags), "not 9");
+        has_error(0, 0, "lists nest at most 8 deep", "and it says so");
+    }
+}
+
 static void test_params(void)
 {
     struct pipeline *p;
@@ -529,26 +627,44 @@ static void test_params(void)
              "  j: 0x10\n"
              "  k: FALSE\n"
              "  l: .NaN\n"
+             "  m: {x: 1}\n"              /* 15 */
+             "  n: [1, {x: 1}]\n"         /* 16 */
+             "  o: [[1, 2], [3, \"s\"], []]\n"
+             "  q: 0x8000000000000000\n"  /* 18 */
              "stages: [{name: s, do: [y = a]}]\n");
     has_error(4, 3, "param name 'b-c' is not a valid name", "a name with a dash");
     hint_has("'b-c'", "letters, digits and '_'", "the hint says what names are");
     has_error(5, 3, "param name 'true' is not a valid name", "a reserved word");
-    has_error(6, 6, "expected a number, true or false, or a string for param 'd', found a "
-                    "sequence",
-              "a sequence as a param");
-    has_error(7, 5, "found nothing", "a param with no value");
-    has_error(8, 6, "integer 99999999999999999999 is out of range", "an integer too large");
-    error_count(5, "param errors");
-    ok(p && p->nparams == 7, "the good params are kept");
-    if (p && p->nparams == 7) {
-        ok(p->params[1].kind == PARAM_FLOAT && p->params[1].number == 1000.0,
+    has_error(8, 6, "param 'f': integer 99999999999999999999 is out of range",
+              "an integer too large");
+    has_error(15, 6, "param 'm': expected a number, true or false, a string or a list, found a "
+                     "mapping",
+              "a mapping as a param");
+    has_error(16, 10, "param 'n': expected a number", "a mapping inside a list");
+    has_error(18, 6, "param 'q': integer 0x8000000000000000 is out of range",
+              "a hexadecimal integer too large");
+    error_count(6, "param errors");
+    ok(p && p->nparams == 10, "the good params are kept");
+    if (p && p->nparams == 10) {
+        const struct param *d = &p->params[1], *o = &p->params[9];
+        ok(d->kind == PARAM_LIST && d->nitems == 2 && d->items[0].kind == PARAM_INT &&
+               d->items[1].integer == 2 && strcmp(d->string, "[1, 2]") == 0,
+           "[1, 2] is a list of integers");
+        ok(p->params[2].kind == PARAM_NONE, "an empty value is None");
+        ok(p->params[3].kind == PARAM_FLOAT && p->params[3].number == 1000.0,
            "1e3 is a float");
-        ok(p->params[2].kind == PARAM_FLOAT && p->params[2].number == 0.5, ".5 is a float");
-        ok(p->params[3].kind == PARAM_INT && p->params[3].integer == 7, "+7 is an integer");
-        ok(p->params[4].kind == PARAM_STRING, "0x10 is a string");
-        ok(p->params[5].kind == PARAM_BOOL && !p->params[5].boolean, "FALSE is a bool");
-        ok(p->params[6].kind == PARAM_FLOAT && p->params[6].number != p->params[6].number,
+        ok(p->params[4].kind == PARAM_FLOAT && p->params[4].number == 0.5, ".5 is a float");
+        ok(p->params[5].kind == PARAM_INT && p->params[5].integer == 7, "+7 is an integer");
+        ok(p->params[6].kind == PARAM_INT && p->params[6].integer == 16,
+           "0x10 is the integer 16 (YAML 1.2 core schema)");
+        ok(p->params[7].kind == PARAM_BOOL && !p->params[7].boolean, "FALSE is a bool");
+        ok(p->params[8].kind == PARAM_FLOAT && p->params[8].number != p->params[8].number,
            ".NaN is a float");
+        ok(o->kind == PARAM_LIST && o->nitems == 3 && o->items[0].kind == PARAM_LIST &&
+               o->items[1].items[1].kind == PARAM_STRING &&
+               strcmp(o->items[1].items[1].string, "s") == 0 && o->items[2].nitems == 0 &&
+               strcmp(o->string, "[[1, 2], [3, \"s\"], []]") == 0,
+           "nested lists, a quoted string in one, an empty one");
     }
     pipeline_free(p);
 
@@ -599,6 +715,8 @@ static void test_overrides(void)
     has_error(0, 0, "-D flag=yes: param 'flag' takes true or false", "-D: a word for a bool");
     has_error(0, 0, "-D eps=abc: param 'eps' takes a number", "-D: a word for a float");
     ok(p->params[0].integer == 12, "a refused -D leaves the value alone");
+    ok(find("-D k=2.5") >= 0 && strstr(diags.items[find("-D k=2.5")].message, "not a number"),
+       "the mismatch says what the -D value was read as");
 
     ok(strcmp(p->inputs[0].path, "other/x2.npy") == 0 && p->inputs[0].path_line == 0,
        "-i x=PATH: the path as given, no place in the file");
@@ -625,6 +743,45 @@ static void test_overrides(void)
     is_int(diag_exit_code(&diags), 2, "override errors exit with 2");
     pipeline_free(p);
 
+    {
+        struct override typed[] = {{"k", "0x20", false},   {"flag", "True", false},
+                                   {"label", "0x10", false}, {"eps", ".inf", false},
+                                   {"shape", "[4, 0o10]", false}, {"none", "[1]", false}};
+        struct overrides ov2 = {typed, NULL, NULL, 6, 0, 0};
+        p = load_ov("tensorrun: 1\n"
+                    "params: {k: 10, eps: 0.5, flag: false, label: hi, shape: [2], none: ~}\n"
+                    "stages: [{name: s, do: [y = k]}]\n",
+                    &ov2);
+        error_count(0, "-D typed by the core schema");
+        ok(p && p->nparams == 6, "six params");
+        if (p && p->nparams == 6) {
+            ok(p->params[0].kind == PARAM_INT && p->params[0].integer == 32, "-D k=0x20 is 32");
+            ok(p->params[1].kind == PARAM_FLOAT && isinf(p->params[1].number), "-D eps=.inf");
+            ok(p->params[2].kind == PARAM_BOOL && p->params[2].boolean, "-D flag=True is true");
+            ok(p->params[3].kind == PARAM_STRING && strcmp(p->params[3].string, "0x10") == 0,
+               "-D label=0x10 for a string param is its text");
+            ok(p->params[4].kind == PARAM_LIST && p->params[4].nitems == 2 &&
+                   p->params[4].items[1].integer == 8 && p->params[4].line == 2,
+               "-D shape=[4, 0o10] replaces a list, keeping the param's place");
+            ok(p->params[5].kind == PARAM_LIST, "a param that is None takes anything");
+        }
+        pipeline_free(p);
+    }
+    {
+        struct override bad[] = {{"shape", "4", false}, {"k", "[1]", false}, {"k", "~", false}};
+        struct overrides ov3 = {bad, NULL, NULL, 3, 0, 0};
+        p = load_ov("tensorrun: 1\nparams: {k: 10, shape: [2]}\n"
+                    "stages: [{name: s, do: [y = k]}]\n",
+                    &ov3);
+        has_error(0, 0, "-D shape=4: param 'shape' takes a list (it is [2] at line 2), not an "
+                        "integer",
+                  "-D: an integer for a list");
+        has_error(0, 0, "-D k=[1]: param 'k' takes an integer", "-D: a list for an integer");
+        has_error(0, 0, "-D k=~: param 'k' takes an integer (it is 10 at line 2), not None",
+                  "-D: None for an integer");
+        is_int(diag_exit_code(&diags), 2, "exit code 2");
+        pipeline_free(p);
+    }
     {
         struct override one[] = {{"nope", "1", false}};
         struct overrides ov1 = {one, NULL, NULL, 1, 0, 0};
@@ -837,6 +994,7 @@ int main(void)
     test_unknown_keys();
     test_stages();
     test_params();
+    test_core_schema();
     test_overrides();
     test_inputs();
     test_outputs();

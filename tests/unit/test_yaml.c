@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,11 +374,79 @@ static void test_garbage(void)
     is_int(bad, 0, "20000 garbage inputs: a tree exactly when there is no error");
 }
 
+/* Where byte `at` of a scalar is in the file. */
+static void place_is(const struct ynode *n, size_t at, int line, int col, const char *what)
+{
+    bool good = n && n->places && at <= n->length && n->places[at].line == line &&
+                n->places[at].col == col;
+
+    ok(good, "%s at %d:%d", what, line, col);
+    if (!good && n && n->places && at <= n->length)
+        diag("got %d:%d", n->places[at].line, n->places[at].col);
+    else if (!good)
+        diag("no places");
+}
+
+static void test_places(void)
+{
+    const char *text = "a: >\n"                 /* 1 */
+                       "  y = x +\n"            /* 2 */
+                       "  sofmax(x)\n"          /* 3 */
+                       "b: |-\n"                /* 4 */
+                       "    z = y *\n"          /* 5 */
+                       "\n"                     /* 6 */
+                       "      (\xc3\xa9 + 1))\n" /* 7: a two-byte character */
+                       "c: w = x +\n"           /* 8 */
+                       "     nope\n"            /* 9 */
+                       "d: 'v = x +\n"          /* 10 */
+                       "     ''s'''\n"          /* 11 */
+                       "e: \"t\\tab\n"          /* 12 */
+                       "   x\"\n"               /* 13 */
+                       "f: [a, {k: v}]\n"
+                       "g: {k: [1]}\n"
+                       "h:\n"
+                       "  - one line\n";
+    struct ynode *root = load(text);
+    const struct ynode *a, *b, *c, *d, *e;
+
+    ok(root && diags.count == 0, "multi-line scalars load");
+    if (!root)
+        return;
+    a = ynode_get(root, "a");
+    ok(a && strcmp(a->value, "y = x + sofmax(x)\n") == 0, "folded: lines joined by a space");
+    place_is(a, 0, 2, 3, "folded: the first character");
+    place_is(a, 8, 3, 3, "folded: a token on the second line");
+    b = ynode_get(root, "b");
+    ok(b && strcmp(b->value, "z = y *\n\n  (\xc3\xa9 + 1))") == 0, "literal: lines kept");
+    place_is(b, 0, 5, 5, "literal: after its indentation");
+    place_is(b, 11, 7, 7, "literal: past an empty line and more indentation");
+    place_is(b, 12, 7, 8, "literal: a two-byte character is one column");
+    place_is(b, 13, 7, 8, "... both of its bytes");
+    place_is(b, 19, 7, 14, "literal: past the two-byte character");
+    c = ynode_get(root, "c");
+    ok(c && strcmp(c->value, "w = x + nope") == 0, "plain over two lines");
+    place_is(c, 8, 9, 6, "plain: the second line's token");
+    d = ynode_get(root, "d");
+    ok(d && strcmp(d->value, "v = x + 's'") == 0, "single-quoted over two lines");
+    place_is(d, 8, 11, 6, "single-quoted: '' is the quote's second character");
+    e = ynode_get(root, "e");
+    ok(e && strcmp(e->value, "t\tab x") == 0 && !e->places,
+       "double-quoted with an escape: no places (it does not map)");
+    ok(!ynode_get(root, "a")->flow && ynode_get(root, "f")->flow &&
+           ynode_get(root, "f")->items[1]->flow && ynode_get(root, "g")->flow &&
+           ynode_get(ynode_get(root, "g"), "k")->flow && !ynode_get(root, "h")->flow,
+       "flow style is recorded for sequences and mappings");
+    ok(ynode_get(root, "h")->items[0]->single_line && !ynode_get(root, "h")->items[0]->places,
+       "a one-line scalar has no places");
+    ynode_free(root);
+}
+
 int main(void)
 {
     diag_init(&diags, "t.yaml", NULL, 0);
     test_block_positions();
     test_multiline();
+    test_places();
     test_duplicates();
     test_refused();
     test_syntax();
