@@ -208,6 +208,28 @@ static void format_constant(const struct tr_value *v, char *buf, size_t size)
     }
 }
 
+/* A list's items, nested lists as lists. */
+static void print_list(const struct tr_arg *arg, FILE *out)
+{
+    char text[512];
+
+    fputc('[', out);
+    for (size_t i = 0; i < arg->value.count; i++) {
+        const struct tr_arg *item = &arg->items[i];
+        fputs(i ? ", " : "", out);
+        if (item->value.kind == TR_VALUE_LIST && !item->tensor) {
+            print_list(item, out);
+            continue;
+        }
+        if (item->tensor)
+            snprintf(text, sizeof text, "%s tensor", tr_dtype_name(tr_tensor_dtype(item->tensor)));
+        else
+            format_constant(&item->value, text, sizeof text);
+        fputs(text, out);
+    }
+    fputc(']', out);
+}
+
 void print_arg(const struct tr_arg *arg, FILE *out)
 {
     char text[512];
@@ -221,14 +243,6 @@ void print_arg(const struct tr_arg *arg, FILE *out)
         fprintf(out, "%s\n", text);
         return;
     }
-    fputc('[', out);
-    for (size_t i = 0; i < arg->value.count; i++) {
-        const struct tr_arg *item = &arg->items[i];
-        if (item->tensor)
-            snprintf(text, sizeof text, "%s tensor", tr_dtype_name(tr_tensor_dtype(item->tensor)));
-        else
-            format_constant(&item->value, text, sizeof text);
-        fprintf(out, "%s%s", i ? ", " : "", text);
-    }
-    fputs("]\n", out);
+    print_list(arg, out);
+    fputc('\n', out);
 }
