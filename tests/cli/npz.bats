@@ -133,6 +133,15 @@ assert np.array_equal(np.load("b.npy"), a["be"].T)'
     [[ "$stderr" == *"holds no tensor 'v'"* ]]
 }
 
+@test "a member whose data is not aligned to its item size reads correctly, stored or deflated" {
+    run_tensorrun 0 inspect --json odd.npz
+    json_check "$output" '[t["offset_bytes"] % 8 for t in d["tensors"]] == [4, 4] and d["tensors"][1]["byte_order"] == "big"'
+    for k in stored deflated; do
+        run_tensorrun 0 convert --key $k odd.npz $k.npy
+        "$PY" -c 'import sys, numpy as np; assert np.load(sys.argv[1]).tolist() == [0, 0.25, 0.5, 0.75, 1.0]' $k.npy
+    done
+}
+
 @test "a large member, stored and deflated, reads back exactly" {
     "$PY" -c 'import numpy as np
 x = np.random.default_rng(1).standard_normal(3_000_000).astype("<f4")

@@ -99,6 +99,15 @@ def build_zip(members, zip64=False, comment=b"", mangle=None):
     return bytes(out)
 
 
+def odd_npy(arr):
+    """A .npy whose data starts at byte 100, not a multiple of 8: a valid
+    header, though not one np.save pads."""
+    text = ("{'descr': '%s', 'fortran_order': False, 'shape': %r, }" %
+            (arr.dtype.str, arr.shape)).encode()
+    text += b" " * (100 - 10 - 1 - len(text)) + b"\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text + arr.tobytes()
+
+
 def arrays():
     rng = np.random.default_rng(9)
     return {
@@ -125,6 +134,10 @@ def good(directory):
         f.write(build_zip(members, zip64=True))
     with open(os.path.join(directory, "comment.npz"), "wb") as f:
         f.write(build_zip(members[:2], comment=b"made by hand"))
+    odd = odd_npy((np.arange(5) / 4).astype(">f8"))
+    with open(os.path.join(directory, "odd.npz"), "wb") as f:
+        f.write(build_zip([("stored.npy", odd, zipfile.ZIP_STORED),
+                           ("deflated.npy", odd, zipfile.ZIP_DEFLATED)]))
     np.savez(os.path.join(directory, "values.npz"), **a)
 
 
