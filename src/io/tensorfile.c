@@ -216,7 +216,8 @@ static tr_status wrong_length(struct tio_file *f, const uint8_t *p, uint64_t len
 /* An .npz stream (a pipe, zstd frames): its directory is at its end, so
  * the whole of it is read into pool memory (a block that doubles as it
  * fills; the pool's memory limit applies), then parsed there. */
-static tr_status read_whole_npz(struct tio_file *f, const uint8_t *head, uint64_t have)
+static tr_status read_whole_npz(struct tio_file *f, const uint8_t *head, uint64_t have,
+                                bool detected)
 {
     int64_t cap = (int64_t)(have > NPZ_FIRST_BLOCK ? have : NPZ_FIRST_BLOCK);
     uint64_t n = have;
@@ -248,6 +249,12 @@ static tr_status read_whole_npz(struct tio_file *f, const uint8_t *head, uint64_
     }
     if (s == TR_OK)
         s = parse(f, tr_tensor_data(block), n, n);
+    if (s == TR_ERR_FORMAT && detected && f->has_raw) {
+        /* raw bytes that only look like a zip archive at first sight */
+        tr_clear_error();
+        f->format = TIO_FORMAT_RAW;
+        s = parse(f, tr_tensor_data(block), n, n);
+    }
     if (s != TR_OK) {
         tr_release(block);
         return s;
@@ -279,7 +286,7 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
         s = tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors stream (a raw stream needs "
                                       "its dtype and shape)");
     if (s == TR_OK && f->format == TIO_FORMAT_NPZ) {
-        s = read_whole_npz(f, head, have);
+        s = read_whole_npz(f, head, have, detected);
         free(head);
         return s;
     }

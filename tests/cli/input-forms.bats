@@ -123,6 +123,15 @@ PYEOF
     [ ! -e o.npy ]
 }
 
+@test "convert: raw bytes that start like a zip archive are raw when described as raw" {
+    "$PY" -c 'open("pk.bin", "wb").write(b"PK\x03\x04" + bytes(range(4, 16)))'
+    run_tensorrun 0 convert pk.bin a.npy --input-dtype u8 --shape 16
+    "$PY" -c 'import numpy as np; assert np.load("a.npy").tolist()[4:] == list(range(4, 16))'
+    run --separate-stderr sh -c "cat pk.bin | '$TENSORRUN' convert - b.npy --input-dtype u8 --shape 4,4"
+    [ "$status" -eq 0 ]
+    "$PY" -c 'import numpy as np; assert np.load("b.npy")[0].tolist() == [80, 75, 3, 4]'
+}
+
 @test "convert: a raw file may have any name, and still needs its whole layout" {
     "$PY" -c 'import numpy as np; np.arange(4, dtype="<i2").tofile("r.npy")'
     run_tensorrun 0 convert r.npy o.npy --input-dtype i16 --shape 4
