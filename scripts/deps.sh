@@ -3,7 +3,7 @@
 #   install_deps [EXTRA PACKAGES...]
 
 TR_PACKAGES="build-essential autoconf automake libtool pkg-config
-  libyaml-dev libzstd-dev libjansson-dev librandom123-dev libopenblas-dev"
+  libyaml-dev libzstd-dev zlib1g-dev libjansson-dev librandom123-dev libopenblas-dev"
 
 install_deps() {
     missing=

@@ -139,10 +139,13 @@ static struct output *add_output(struct pipeline *p, const struct run_args *a, c
         out->compression = a->compression;
     } else if (strcmp(path, "-") != 0) {
         tio_format_from_path(path, &out->format, &out->compression);
-        if (out->format == TIO_FORMAT_UNKNOWN) {
+        if (out->format == TIO_FORMAT_UNKNOWN || out->format == TIO_FORMAT_NPZ) {
             diag_error_code(d, EXIT_USAGE, 0, 0, "name it .npy, .safetensors, .bin or .raw "
                                                  "(each optionally .zst)",
-                            "-o %s: cannot tell the format from the name", path);
+                            out->format == TIO_FORMAT_NPZ
+                                ? "-o %s: .npz is read only in tensorrun"
+                                : "-o %s: cannot tell the format from the name",
+                            path);
             return NULL;
         }
     }

@@ -113,10 +113,17 @@ static json_t *file_json(const char *path, const struct tio_file *f)
         json_object_set_new(t, "name", e->name ? text_json(e->name) : json_null());
         json_object_set_new(t, "dtype",
                             text_json(e->supported ? tr_dtype_name(e->dtype) : e->dtype_text));
-        json_object_set_new(t, "shape", int_array(e->shape, e->ndim));
-        json_object_set_new(t, "strides", int_array(e->strides, e->ndim));
+        if (e->wide_ndim) {
+            json_object_set_new(t, "shape", int_array(e->wide_shape, e->wide_ndim));
+            json_object_set_new(t, "strides",
+                                int_array(e->wide_shape + e->wide_ndim, e->wide_ndim));
+        } else {
+            json_object_set_new(t, "shape", int_array(e->shape, e->ndim));
+            json_object_set_new(t, "strides", int_array(e->strides, e->ndim));
+        }
         json_object_set_new(t, "offset_bytes", json_integer((json_int_t)e->offset));
         json_object_set_new(t, "nbytes", json_integer((json_int_t)e->nbytes));
+        json_object_set_new(t, "byte_order", json_string(e->big_endian ? "big" : "little"));
         if (!e->supported)
             json_object_set_new(t, "supported", json_false());
         json_array_append_new(tensors, t);
@@ -150,13 +157,22 @@ static void print_text(const char *path, const struct tio_file *f)
                printable(tio_file_metadata_value(f, i), b, sizeof b));
     for (size_t i = 0; i < n; i++) {
         const struct tio_entry *e = tio_file_entry(f, i);
-        tr_format_shape(e->shape, e->ndim, shape, sizeof shape);
-        tr_format_shape(e->strides, e->ndim, strides, sizeof strides);
+        const char *why = e->supported     ? ""
+                          : e->wide_ndim   ? "  (unsupported: too many dimensions)"
+                                           : "  (unsupported dtype)";
+        if (e->wide_ndim) {
+            tr_format_shape(e->wide_shape, e->wide_ndim, shape, sizeof shape);
+            tr_format_shape(e->wide_shape + e->wide_ndim, e->wide_ndim, strides,
+                            sizeof strides);
+        } else {
+            tr_format_shape(e->shape, e->ndim, shape, sizeof shape);
+            tr_format_shape(e->strides, e->ndim, strides, sizeof strides);
+        }
         printf("  %-20s %-8s %-16s strides %-14s offset %-10" PRIu64 " %s%s%s\n",
                e->name ? printable(e->name, a, sizeof a) : "-",
                e->supported ? tr_dtype_name(e->dtype) : printable(e->dtype_text, b, sizeof b),
-               shape, strides, e->offset, tr_format_bytes(e->nbytes, bytes, sizeof bytes),
-               e->supported ? "" : "  (unsupported dtype)", e->byteswap ? "  (big-endian)" : "");
+               shape, strides, e->offset, tr_format_bytes(e->nbytes, bytes, sizeof bytes), why,
+               e->big_endian ? "  (big-endian)" : "");
     }
 }
 

@@ -1273,6 +1273,16 @@ static void finish_output(struct ctx *c, struct output *o, const struct output_e
                             "-o %s=%s: cannot tell the format from the name", o->name, o->path);
         return;
     }
+    if (o->format == TIO_FORMAT_NPZ) {
+        const char *what = "write .safetensors (several tensors) or .npy";
+        if (x->path_n)
+            diag_error(c->d, x->path_n->line, x->path_n->col, what,
+                       "output '%s': .npz is read only in tensorrun", o->name);
+        else
+            diag_error_code(c->d, 2, 0, 0, what, "-o %s=%s: .npz is read only in tensorrun",
+                            o->name, o->path);
+        return;
+    }
     if (o->dtype == TR_DTYPE_BF16 && o->format == TIO_FORMAT_NPY && x->dtype_n)
         diag_error(c->d, x->dtype_n->line, x->dtype_n->col,
                    "cast to f32 first, or write .safetensors",

@@ -257,7 +257,7 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
                                "its name, or format: in the pipeline)");
         snprintf(word, sizeof word, "%.*s", (int)(zstd ? len - 4 : len), arg);
         if (len >= sizeof word || tio_format_parse(word, &a->format) != TR_OK ||
-            a->format == TIO_FORMAT_UNKNOWN)
+            a->format == TIO_FORMAT_UNKNOWN || a->format == TIO_FORMAT_NPZ) /* read only */
             return usage_error("eval: --format: unknown format '%s' (expected npy, safetensors "
                                "or raw, each optionally followed by .zst)", arg);
         a->compression = zstd ? TIO_COMPRESSION_ZSTD : TIO_COMPRESSION_NONE;

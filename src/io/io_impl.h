@@ -18,6 +18,9 @@
  * own functions do; returns status. */
 #define tio__error tr_set_error
 
+/* Frees what an entry owns (its name and wide shape) and zeroes those. */
+void tio__entry_clear(struct tio_entry *entry);
+
 /* ------------------------------------------------------------ .npy (npy.c) */
 
 /* True when buf (len bytes) starts with the .npy magic "\x93NUMPY". */
@@ -32,7 +35,10 @@ tr_status tio__npy_header_size(const uint8_t *buf, uint64_t len, uint64_t *size)
  * bytes, and the stream is stream_size bytes long.  Fills *entry (name NULL,
  * offset = where the data starts, strides in elements for C or Fortran
  * order, byteswap for big-endian data, supported false for a dtype the
- * engine lacks, with dtype_text as written).  Checks that the data fits:
+ * engine lacks, with dtype_text as written; a structured dtype is spelt as
+ * NumPy's dtype.str, "|V" and its item size; a rank past TR_MAX_DIMS, up
+ * to NumPy's 64, is kept in the wide fields, which the caller frees with
+ * tio__entry_clear).  Checks that the data fits:
  * "truncated: header says N <dtype> values (B bytes) after offset O, file
  * has M bytes".  The dict literal is parsed strictly, never evaluated.
  */
@@ -62,7 +68,7 @@ struct tio__safetensors {
 };
 
 /* True when buf plausibly starts a safetensors stream: an 8-byte header
- * length that fits the stream, then '{'. */
+ * length that fits the stream, then '{' after any JSON blanks. */
 bool tio__safetensors_magic(const uint8_t *buf, uint64_t len, uint64_t stream_size);
 /* From the first 8 bytes, the whole header's size (8 + the JSON length).
  * TR_ERR_FORMAT for a stream under 8 bytes or a header over the limit or
@@ -99,6 +105,44 @@ tr_status tio__safetensors_header(size_t n, const char *const *names,
                                   const int64_t (*shapes)[TR_MAX_DIMS],
                                   const struct tio_metadata *metadata, char **out,
                                   size_t *len, size_t *order);
+
+/* ------------------------------------------------------------ .npz (npz.c) */
+
+/* Where a member of an .npz archive keeps its .npy stream. */
+struct tio__npz_member {
+    const char *name;             /* the tensor's name (owned by its entry) */
+    uint64_t data;                /* offset of its (compressed) bytes in the archive */
+    uint64_t csize, usize;        /* compressed and inflated sizes, in bytes */
+    uint32_t crc;                 /* CRC-32 of the inflated bytes */
+    bool deflated;                /* else stored */
+};
+
+/* True when buf starts like a zip archive: a member's local header, or
+ * the end record of an archive of no member. */
+bool tio__npz_magic(const uint8_t *buf, uint64_t len);
+/*
+ * Parses an .npz archive held whole in buf (size bytes): its zip directory
+ * (zip64 included) and each member's .npy header, inflating only as much
+ * of a deflated member as its header takes.  out receives one entry per
+ * member, named without ".npy", in directory order; a stored member's
+ * offset counts from the archive's start, a deflated one's from the start
+ * of its inflated bytes.  *members (malloc'ed, one per entry) says where
+ * each member's bytes are.  TR_ERR_FORMAT for anything malformed: a
+ * missing or truncated record, a field out of bounds, encryption, a method
+ * other than stored or deflated, a member not called NAME.npy, duplicate
+ * names, a member claiming more than deflate can produce.  On success the
+ * caller frees out with tio__safetensors_free and *members with free.
+ */
+tr_status tio__npz_parse(const uint8_t *buf, uint64_t size, struct tio__safetensors *out,
+                         struct tio__npz_member **members);
+/*
+ * Inflates a deflated member of archive into dst: its first want bytes
+ * (fewer when the data ends sooner; *got says how many), or, with whole,
+ * all m->usize bytes (want is then ignored), checking that the stream ends
+ * exactly there and that the CRC-32 matches.
+ */
+tr_status tio__npz_inflate(const uint8_t *archive, const struct tio__npz_member *m, uint8_t *dst,
+                           uint64_t want, bool whole, uint64_t *got);
 
 /* ------------------------------------------------------------ raw (raw.c) */
 

@@ -33,6 +33,8 @@
 #define NPY_ALIGN 64          /* np.save aligns the data to this */
 #define NPY_GROWTH_DIGITS 21  /* NumPy 1.24 leaves room for a first
                                  dimension of this many digits */
+#define NPY_MAX_DIMS 64       /* NumPy 2's limit (32 before) */
+#define NPY_MAX_NESTING 16    /* of structured dtypes' field lists */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define NPY_HOST_BIG_ENDIAN 1
@@ -198,8 +200,9 @@ struct header {
     char order, kind;              /* of the type string */
     uint64_t itemsize;             /* 0 when unknown (object arrays) */
     bool fortran_order;
+    bool structured;               /* 'descr' is a list of fields */
     int ndim;
-    int64_t shape[TR_MAX_DIMS];
+    int64_t shape[NPY_MAX_DIMS];
 };
 
 static bool is_space(uint8_t ch)
@@ -416,14 +419,140 @@ static bool parse_typestr(const uint8_t *s, size_t n, struct header *h)
     return i == n;
 }
 
+static tr_status parse_fields(struct cursor *c, int depth, uint64_t *size);
+static tr_status parse_shape(struct cursor *c, struct header *h);
+
+/* A field's type: a type string or a nested list of fields; *size its
+ * item size (objects count as the pointers NumPy stores). */
+static tr_status parse_field_type(struct cursor *c, int depth, uint64_t *size)
+{
+    struct header t;
+    size_t pos = c->pos, start, len;
+
+    if (c->pos < c->len && c->text[c->pos] == '[')
+        return parse_fields(c, depth + 1, size);
+    memset(&t, 0, sizeof t);
+    TR_FORWARD_IF_ERROR(parse_string(c, "a field's type string such as '<f4'", &start, &len));
+    if (!parse_typestr(c->text + start, len, &t))
+        return malformed(c, pos, "a field's type '%.*s%s' is not a NumPy type string",
+                         len > 32 ? 32 : (int)len, (const char *)c->text + start,
+                         len > 32 ? "..." : "");
+    *size = t.kind == 'O' ? 8 : t.itemsize;
+    return TR_OK;
+}
+
+/* A field's optional subarray shape, a tuple of dimensions: its element
+ * count multiplies *size. */
+static tr_status parse_field_shape(struct cursor *c, uint64_t *size)
+{
+    struct header t;
+    size_t pos = c->pos;
+
+    memset(&t, 0, sizeof t);
+    TR_FORWARD_IF_ERROR(parse_shape(c, &t));
+    for (int i = 0; i < t.ndim; i++)
+        if (__builtin_mul_overflow(*size, (uint64_t)t.shape[i], size) ||
+            *size > (uint64_t)INT64_MAX)
+            return malformed(c, pos, "a field's shape is too large");
+    return TR_OK;
+}
+
+/*
+ * A structured dtype: a list of fields ('name', type[, shape]), where the
+ * name may be a (title, name) pair and the type a nested list.  Walked
+ * only to learn the item size (NumPy's descr spells padding as fields of
+ * its own, so the sizes add up); the names are not kept.
+ */
+static tr_status parse_fields(struct cursor *c, int depth, uint64_t *size)
+{
+    char found[48];
+    size_t start, len;
+
+    *size = 0;
+    if (depth > NPY_MAX_NESTING)
+        return malformed(c, c->pos, "structured dtype nested more than %d deep",
+                         NPY_MAX_NESTING);
+    c->pos++; /* the '[' */
+    skip_space(c);
+    while (c->pos >= c->len || c->text[c->pos] != ']') {
+        uint64_t field = 0;
+
+        if (c->pos >= c->len || c->text[c->pos] != '(')
+            return malformed(c, c->pos, "expected a field ('name', type) in the list of "
+                             "fields, found %s",
+                             token(c, c->pos, found, sizeof found));
+        c->pos++;
+        skip_space(c);
+        if (c->pos < c->len && c->text[c->pos] == '(') {
+            /* (title, name) */
+            c->pos++;
+            skip_space(c);
+            TR_FORWARD_IF_ERROR(parse_string(c, "a field's title", &start, &len));
+            skip_space(c);
+            if (c->pos >= c->len || c->text[c->pos] != ',')
+                return malformed(c, c->pos, "expected ',' after a field's title, found %s",
+                                 token(c, c->pos, found, sizeof found));
+            c->pos++;
+            skip_space(c);
+            TR_FORWARD_IF_ERROR(parse_string(c, "a field's name", &start, &len));
+            skip_space(c);
+            if (c->pos >= c->len || c->text[c->pos] != ')')
+                return malformed(c, c->pos, "expected ')' after a field's name, found %s",
+                                 token(c, c->pos, found, sizeof found));
+            c->pos++;
+        } else {
+            TR_FORWARD_IF_ERROR(parse_string(c, "a field's name", &start, &len));
+        }
+        skip_space(c);
+        if (c->pos >= c->len || c->text[c->pos] != ',')
+            return malformed(c, c->pos, "expected ',' after a field's name, found %s",
+                             token(c, c->pos, found, sizeof found));
+        c->pos++;
+        skip_space(c);
+        TR_FORWARD_IF_ERROR(parse_field_type(c, depth, &field));
+        skip_space(c);
+        if (c->pos < c->len && c->text[c->pos] == ',') {
+            c->pos++;
+            skip_space(c);
+            if (c->pos < c->len && c->text[c->pos] == '(') {
+                TR_FORWARD_IF_ERROR(parse_field_shape(c, &field));
+                skip_space(c);
+                if (c->pos < c->len && c->text[c->pos] == ',') {
+                    c->pos++;
+                    skip_space(c);
+                }
+            }
+        }
+        if (c->pos >= c->len || c->text[c->pos] != ')')
+            return malformed(c, c->pos, "expected ')' to end a field, found %s",
+                             token(c, c->pos, found, sizeof found));
+        c->pos++;
+        if (__builtin_add_overflow(*size, field, size) || *size > (uint64_t)INT64_MAX)
+            return malformed(c, c->pos, "a structured dtype is too large");
+        skip_space(c);
+        if (c->pos < c->len && c->text[c->pos] == ',') {
+            c->pos++;
+            skip_space(c);
+        } else if (c->pos >= c->len || c->text[c->pos] != ']') {
+            return malformed(c, c->pos, "expected ',' or ']' in the list of fields, found %s",
+                             token(c, c->pos, found, sizeof found));
+        }
+    }
+    c->pos++;
+    return TR_OK;
+}
+
 static tr_status parse_descr(struct cursor *c, struct header *h)
 {
     tr_status status;
 
-    if (c->pos < c->len && c->text[c->pos] == '[')
-        return tio__error(TR_ERR_FORMAT,
-                          "structured dtypes are not supported (the header's 'descr' is a "
-                          "list of fields)");
+    if (c->pos < c->len && c->text[c->pos] == '[') {
+        h->descr_pos = c->pos;
+        h->structured = true;
+        h->order = '|';
+        h->kind = 'V';
+        return parse_fields(c, 0, &h->itemsize);
+    }
     if (c->pos < c->len && c->text[c->pos] == '(')
         return tio__error(TR_ERR_FORMAT,
                           "subarray dtypes are not supported (the header's 'descr' is a "
@@ -521,8 +650,9 @@ static tr_status parse_shape(struct cursor *c, struct header *h)
         return TR_OK;
     }
     for (;;) {
-        if (h->ndim == TR_MAX_DIMS)
-            return malformed(c, c->pos, "'shape' has more than %d dimensions", TR_MAX_DIMS);
+        if (h->ndim == NPY_MAX_DIMS)
+            return malformed(c, c->pos, "'shape' has more than %d dimensions (NumPy's "
+                             "limit)", NPY_MAX_DIMS);
         status = parse_dim(c, &h->shape[h->ndim]);
         if (status != TR_OK)
             return status;
@@ -634,7 +764,9 @@ tr_status tio__npy_parse(const uint8_t *buf, uint64_t len, uint64_t stream_size,
     struct cursor c;
     uint64_t size, preamble, numel = 1, span, stride;
     const char *type_name;
-    char tuple[TR_MAX_DIMS * 22 + 8];
+    char tuple[NPY_MAX_DIMS * 22 + 8];
+    int64_t *strides;
+    bool file_big;
     tr_status status;
 
     memset(entry, 0, sizeof *entry);
@@ -661,25 +793,33 @@ tr_status tio__npy_parse(const uint8_t *buf, uint64_t len, uint64_t stream_size,
         return status;
 
     entry->name = NULL;
-    if (h.descr_len < sizeof entry->dtype_text) {
+    if (h.structured) {
+        /* NumPy's own short spelling of a structured dtype */
+        snprintf(entry->dtype_text, sizeof entry->dtype_text, "|V%" PRIu64, h.itemsize);
+    } else if (h.descr_len < sizeof entry->dtype_text) {
         memcpy(entry->dtype_text, c.text + h.descr_start, h.descr_len);
         entry->dtype_text[h.descr_len] = '\0';
     } else {
         memcpy(entry->dtype_text, c.text + h.descr_start, sizeof entry->dtype_text - 1);
         entry->dtype_text[sizeof entry->dtype_text - 1] = '\0';
     }
-    entry->supported = npy_lookup(h.kind, h.itemsize, &entry->dtype);
+    /* '<' little-endian, '>' big-endian, '=' the host's order, '|' not
+     * applicable (single bytes; NumPy reads wider types as the host's) */
+    file_big = h.order == '>' || (h.order != '<' && NPY_HOST_BIG_ENDIAN);
+    entry->big_endian = file_big && h.itemsize > 1;
+    entry->supported = !h.structured && h.ndim <= TR_MAX_DIMS &&
+                       npy_lookup(h.kind, h.itemsize, &entry->dtype);
     if (entry->supported) {
-        /* '<' little-endian, '>' big-endian, '=' the host's order, '|' not
-         * applicable (single bytes; NumPy reads wider types as the host's) */
-        bool file_big = h.order == '>' || (h.order != '<' && NPY_HOST_BIG_ENDIAN);
-
         entry->byteswap = h.itemsize > 1 && file_big != NPY_HOST_BIG_ENDIAN;
         type_name = npy_dtypes[entry->dtype].long_name;
     } else {
-        /* never loaded, so never swapped: byteswap stays false */
+        /* never loaded, so never swapped: byteswap stays false; a
+         * supported dtype in too many dimensions is still named in full */
+        enum tr_dtype d;
         entry->dtype = TR_DTYPE_COUNT;
-        type_name = entry->dtype_text;
+        type_name = !h.structured && npy_lookup(h.kind, h.itemsize, &d)
+                        ? npy_dtypes[d].long_name
+                        : entry->dtype_text;
     }
 
     /* The dimensions other than 0 must multiply out within int64 bytes, as
@@ -696,25 +836,38 @@ tr_status tio__npy_parse(const uint8_t *buf, uint64_t len, uint64_t stream_size,
                               format_tuple(h.ndim, h.shape, tuple, sizeof tuple), type_name);
         numel *= dim;
     }
-    entry->ndim = h.ndim;
-    memcpy(entry->shape, h.shape, sizeof h.shape);
+    if (h.ndim <= TR_MAX_DIMS) {
+        entry->ndim = h.ndim;
+        memcpy(entry->shape, h.shape, (size_t)h.ndim * sizeof h.shape[0]);
+        strides = entry->strides;
+    } else {
+        /* beyond the engine's rank: kept so that inspect can show it */
+        entry->wide_shape = malloc(2 * (size_t)h.ndim * sizeof *entry->wide_shape);
+        if (!entry->wide_shape)
+            return tio__error(TR_ERR_OOM, "out of memory reading a header");
+        entry->wide_ndim = h.ndim;
+        memcpy(entry->wide_shape, h.shape, (size_t)h.ndim * sizeof h.shape[0]);
+        strides = entry->wide_shape + h.ndim;
+    }
     /* strides in elements, counting empty dimensions as 1 like the engine's
      * own contiguous strides; Fortran order is the column-major view */
     stride = 1;
     for (int k = 0; k < h.ndim; k++) {
         int i = h.fortran_order ? k : h.ndim - 1 - k;
 
-        entry->strides[i] = (int64_t)stride;
+        strides[i] = (int64_t)stride;
         stride *= h.shape[i] > 1 ? (uint64_t)h.shape[i] : 1;
     }
     entry->offset = size;
     entry->nbytes = numel * h.itemsize; /* no overflow: bounded by span */
-    if (entry->nbytes > stream_size - size)
+    if (entry->nbytes > stream_size - size) {
+        tio__entry_clear(entry);
         return tio__error(TR_ERR_FORMAT,
                           "truncated: header says %" PRIu64 " %s value%s (%" PRIu64
                           " bytes) after offset %" PRIu64 ", file has %" PRIu64 " bytes",
                           numel, type_name, numel == 1 ? "" : "s", entry->nbytes, size,
                           stream_size);
+    }
     return TR_OK;
 }
 

@@ -232,7 +232,16 @@ bool tio__safetensors_magic(const uint8_t *buf, uint64_t len, uint64_t stream_si
     if (buf == NULL || len < 9 || stream_size < 9)
         return false;
     n = read_le64(buf);
-    return n >= 2 && n <= TIO_SAFETENSORS_HEADER_MAX && n <= stream_size - 8 && buf[8] == '{';
+    if (n < 2 || n > TIO_SAFETENSORS_HEADER_MAX || n > stream_size - 8)
+        return false;
+    /* JSON may start with blanks, and the reference reader takes them */
+    for (uint64_t i = 8; i < len && i < 8 + n; i++) {
+        if (buf[i] == '{')
+            return true;
+        if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r')
+            return false;
+    }
+    return false;
 }
 
 tr_status tio__safetensors_header_size(const uint8_t *buf, uint64_t len, uint64_t stream_size,
@@ -660,7 +669,7 @@ void tio__safetensors_free(struct tio__safetensors *st)
     if (st == NULL)
         return;
     for (size_t i = 0; i < st->count; i++)
-        free(st->entries[i].name);
+        tio__entry_clear(&st->entries[i]);
     free(st->entries);
     for (size_t i = 0; i < st->metadata_count; i++) {
         free(st->metadata_keys[i]);

@@ -17,6 +17,7 @@
 #include "source_impl.h"
 
 #define PREFIX_BYTES (UINT64_C(64) << 10)
+#define NPZ_FIRST_BLOCK (UINT64_C(1) << 20)
 
 static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 
@@ -30,6 +31,7 @@ struct tio_file {
     struct tio__safetensors parsed; /* entries and metadata, whatever the format */
     struct tio_raw_layout raw;
     bool has_raw;
+    struct tio__npz_member *members; /* .npz: one per entry */
 };
 
 /* ------------------------------------------------------------ headers */
@@ -52,10 +54,12 @@ static enum tio_format detect(const struct tio_file *f, const char *path, const 
         return TIO_FORMAT_NPY;
     if (tio__safetensors_magic(p, len, stream_size))
         return TIO_FORMAT_SAFETENSORS;
+    if (tio__npz_magic(p, len))
+        return TIO_FORMAT_NPZ;
+    if (f->has_raw)
+        return TIO_FORMAT_RAW; /* a layout given: the name does not matter */
     tio_format_from_path(path, &by_name, &ignored);
-    if (by_name != TIO_FORMAT_UNKNOWN)
-        return by_name;
-    return f->has_raw ? TIO_FORMAT_RAW : TIO_FORMAT_UNKNOWN;
+    return by_name;
 }
 
 /* The bytes from the stream's start that parsing the header needs. */
@@ -77,6 +81,8 @@ static void forget_header(struct tio_file *f)
 {
     tio__safetensors_free(&f->parsed);
     memset(&f->parsed, 0, sizeof f->parsed);
+    free(f->members);
+    f->members = NULL;
 }
 
 /* Parses the header in p (len bytes of a stream_size-byte stream) into
@@ -89,6 +95,8 @@ static tr_status parse(struct tio_file *f, const uint8_t *p, uint64_t len, uint6
     forget_header(f);
     if (f->format == TIO_FORMAT_SAFETENSORS)
         return tio__safetensors_parse(p, len, stream_size, &f->parsed);
+    if (f->format == TIO_FORMAT_NPZ)
+        return tio__npz_parse(p, len, &f->parsed, &f->members);
     e = calloc(1, sizeof *e);
     if (!e)
         return tio__error(TR_ERR_OOM, "out of memory reading a header");
@@ -151,13 +159,21 @@ static tr_status open_mapped(struct tio_file *f, const char *path)
     static const uint8_t nothing[1];
     const uint8_t *p = f->src.mapped ? f->src.mapped : nothing;
     uint64_t size = f->src.file_size;
+    bool detected = f->format == TIO_FORMAT_UNKNOWN;
 
-    if (f->format == TIO_FORMAT_UNKNOWN)
+    if (detected)
         f->format = detect(f, path, p, size, size);
     if (f->format == TIO_FORMAT_UNKNOWN)
         return tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors file (a raw file needs "
                                          "its dtype and shape)");
-    TR_FORWARD_IF_ERROR(parse(f, p, size, size));
+    if (parse(f, p, size, size) != TR_OK) {
+        if (!detected || !f->has_raw || f->format == TIO_FORMAT_RAW)
+            return tr_last_status();
+        /* raw bytes that only look like a header at first sight */
+        tr_clear_error();
+        f->format = TIO_FORMAT_RAW;
+        TR_FORWARD_IF_ERROR(parse(f, p, size, size));
+    }
     f->mapped_bytes = size;
     f->bytes = f->src.map;
     f->src.map = NULL;
@@ -197,6 +213,57 @@ static tr_status wrong_length(struct tio_file *f, const uint8_t *p, uint64_t len
                       (unsigned long long)total, (unsigned long long)need);
 }
 
+/* An .npz stream (a pipe, zstd frames): its directory is at its end, so
+ * the whole of it is read into pool memory (a block that doubles as it
+ * fills; the pool's memory limit applies), then parsed there. */
+static tr_status read_whole_npz(struct tio_file *f, const uint8_t *head, uint64_t have,
+                                bool detected)
+{
+    int64_t cap = (int64_t)(have > NPZ_FIRST_BLOCK ? have : NPZ_FIRST_BLOCK);
+    uint64_t n = have;
+    struct tr_tensor *block = tr_empty(TR_DTYPE_U8, 1, &cap, TR_CPU);
+    tr_status s = block ? TR_OK : tr_last_status();
+
+    if (block)
+        memcpy(tr_tensor_data_mut(block), head, have);
+    while (s == TR_OK) {
+        struct tr_tensor *bigger;
+        int64_t more;
+
+        s = fill(f, tr_tensor_data_mut(block), &n, (uint64_t)cap);
+        if (s != TR_OK || n < (uint64_t)cap)
+            break;
+        if (__builtin_mul_overflow(cap, 2, &more)) {
+            s = tio__error(TR_ERR_FORMAT, "the .npz stream is too long");
+            break;
+        }
+        bigger = tr_empty(TR_DTYPE_U8, 1, &more, TR_CPU);
+        if (!bigger) {
+            s = tr_last_status();
+            break;
+        }
+        memcpy(tr_tensor_data_mut(bigger), tr_tensor_data(block), n);
+        tr_release(block);
+        block = bigger;
+        cap = more;
+    }
+    if (s == TR_OK)
+        s = parse(f, tr_tensor_data(block), n, n);
+    if (s == TR_ERR_FORMAT && detected && f->has_raw) {
+        /* raw bytes that only look like a zip archive at first sight */
+        tr_clear_error();
+        f->format = TIO_FORMAT_RAW;
+        s = parse(f, tr_tensor_data(block), n, n);
+    }
+    if (s != TR_OK) {
+        tr_release(block);
+        return s;
+    }
+    tr_detach(block);
+    f->bytes = block;
+    return TR_OK;
+}
+
 static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size)
 {
     uint8_t *head = NULL;
@@ -204,6 +271,7 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
     int64_t shape[1];
     uint8_t *data;
     struct tr_tensor *block = NULL;
+    bool detected = f->format == TIO_FORMAT_UNKNOWN;
     tr_status s;
 
     head = malloc(PREFIX_BYTES);
@@ -212,11 +280,16 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
     s = fill(f, head, &have, PREFIX_BYTES);
     if (s == TR_OK && have < PREFIX_BYTES)
         stream_size = have; /* it all fit: now the length is known */
-    if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
+    if (s == TR_OK && detected)
         f->format = detect(f, path, head, have, stream_size);
     if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
         s = tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors stream (a raw stream needs "
                                       "its dtype and shape)");
+    if (s == TR_OK && f->format == TIO_FORMAT_NPZ) {
+        s = read_whole_npz(f, head, have, detected);
+        free(head);
+        return s;
+    }
     if (s == TR_OK)
         s = header_size(f, head, have, stream_size, &hsize);
     if (s == TR_OK && hsize > have) {
@@ -232,13 +305,32 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
     }
     if (s == TR_OK)
         s = parse(f, head, have, stream_size);
-    if (s == TR_OK && f->header_only && !f->src.regular && stream_size == TIO_SIZE_UNKNOWN) {
+    if (s == TR_ERR_FORMAT && detected && f->has_raw && f->format != TIO_FORMAT_RAW) {
+        /* raw bytes that only look like a header at first sight */
+        tr_clear_error();
+        f->format = TIO_FORMAT_RAW;
+        s = parse(f, head, have, stream_size);
+    }
+    if (s == TR_OK && f->header_only && !f->src.regular && stream_size == TIO_SIZE_UNKNOWN &&
+        f->format != TIO_FORMAT_RAW) {
         /* a pipe is read to its end anyway (its writer must not block):
          * counting it gives its true size, and the checks against it */
         uint64_t total;
         s = tio__source_drain(&f->src, &total);
         if (s == TR_OK)
             s = parse(f, head, have, total);
+    }
+    if (s == TR_OK && f->header_only && !f->src.regular && f->format == TIO_FORMAT_RAW) {
+        /* a raw layout says how much it needs and no more: read that far
+         * (the stream may be endless), checking that it is there */
+        uint8_t skip[1 << 16];
+        uint64_t n = have;
+        need = data_end(f);
+        for (got = 1; s == TR_OK && n < need && got > 0; n += got)
+            s = tio__source_read(&f->src, skip,
+                                 need - n < sizeof skip ? need - n : sizeof skip, &got);
+        if (s == TR_OK && n < need)
+            s = parse(f, head, have, n); /* for its "truncated" message */
     }
     if (s != TR_OK || f->header_only) {
         free(head);
@@ -281,10 +373,12 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
             s = tio__source_read(&f->src, &(uint8_t){0}, 1, &got);
         if (s == TR_OK && (have > need || got))
             s = wrong_length(f, head, have);
-    } else if (s == TR_OK) {
+    } else if (s == TR_OK && f->format != TIO_FORMAT_RAW) {
         uint64_t total;
         s = tio__source_drain(&f->src, &total);
     }
+    /* a raw layout ends where it says: nothing after it is read, so an
+     * endless stream (/dev/zero, yes) ends there too */
     free(head);
     if (s != TR_OK) {
         tr_release(block);
@@ -370,6 +464,15 @@ void tio_close(struct tio_file *f)
 
 /* ------------------------------------------------------------ queries */
 
+void tio__entry_clear(struct tio_entry *e)
+{
+    free(e->name);
+    free(e->wide_shape);
+    e->name = NULL;
+    e->wide_shape = NULL;
+    e->wide_ndim = 0;
+}
+
 enum tio_format tio_file_format(const struct tio_file *f)
 {
     return f->format;
@@ -440,6 +543,36 @@ static void byteswap(uint8_t *p, uint64_t bytes, size_t item)
         }
 }
 
+/* A deflated .npz member, inflated whole into a pool block (the pool's
+ * memory limit applies), its data put in order and aligned there. */
+static struct tr_tensor *load_inflated(const struct tio_entry *e,
+                                       const struct tio__npz_member *m, const uint8_t *archive,
+                                       uint64_t item)
+{
+    int64_t size = (int64_t)m->usize; /* bounded by the parser */
+    uint64_t offset = e->offset, got;
+    struct tr_tensor *block, *view;
+    uint8_t *data;
+
+    block = tr_empty(TR_DTYPE_U8, 1, &size, TR_CPU);
+    if (!block)
+        return NULL;
+    data = tr_tensor_data_mut(block);
+    if (tio__npz_inflate(archive, m, data, 0, true, &got) != TR_OK) {
+        tr_release(block);
+        return NULL;
+    }
+    if (offset % item != 0) {
+        memmove(data, data + offset, (size_t)e->nbytes);
+        offset = 0;
+    }
+    if (e->byteswap)
+        byteswap(data + offset, e->nbytes, (size_t)item);
+    view = tr_as_strided(block, e->dtype, e->ndim, e->shape, e->strides, (int64_t)offset);
+    tr_release(block);
+    return view;
+}
+
 struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
 {
     const struct tio_entry *e = tio_file_entry(f, index);
@@ -450,6 +583,12 @@ struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
 
     if (!e) {
         tio__error(TR_ERR_INVALID, "no tensor %zu in the file", index);
+        return NULL;
+    }
+    if (e->wide_ndim) {
+        tio__error(TR_ERR_DTYPE, "%s%s%s has %d dimensions; tensorrun computes with at most %d",
+                   e->name ? "tensor '" : "the tensor", e->name ? e->name : "",
+                   e->name ? "'" : "", e->wide_ndim, TR_MAX_DIMS);
         return NULL;
     }
     if (!e->supported) {
@@ -464,6 +603,8 @@ struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
     }
     item = tr_dtype_size(e->dtype);
     base = tr_tensor_data(f->bytes);
+    if (f->members && f->members[index].deflated)
+        return load_inflated(e, &f->members[index], base, item);
     if (!e->byteswap && (e->nbytes == 0 || ((uintptr_t)base + e->offset) % item == 0))
         return tr_as_strided(f->bytes, e->dtype, e->ndim, e->shape, e->strides,
                              (int64_t)e->offset);

@@ -32,17 +32,19 @@ enum tio_format {
     TIO_FORMAT_UNKNOWN,
     TIO_FORMAT_NPY,
     TIO_FORMAT_SAFETENSORS,
-    TIO_FORMAT_RAW
+    TIO_FORMAT_RAW,
+    TIO_FORMAT_NPZ                /* read only */
 };
 
 enum tio_compression { TIO_COMPRESSION_NONE, TIO_COMPRESSION_ZSTD };
 
-/* "npy", "safetensors", "raw" ("unknown" for TIO_FORMAT_UNKNOWN). */
+/* "npy", "safetensors", "raw", "npz" ("unknown" for TIO_FORMAT_UNKNOWN). */
 const char *tio_format_name(enum tio_format format);
 /* The inverse of tio_format_name; TR_ERR_INVALID for any other word. */
 tr_status tio_format_parse(const char *name, enum tio_format *out);
 /* Format and compression that a path's name implies: .npy, .safetensors,
- * .bin and .raw, each optionally followed by .zst.  UNKNOWN when none. */
+ * .bin, .raw and .npz, each optionally followed by .zst.  UNKNOWN when
+ * none. */
 void tio_format_from_path(const char *path, enum tio_format *format,
                           enum tio_compression *compression);
 
@@ -64,7 +66,8 @@ struct tio_raw_layout {
 };
 
 struct tio_open_options {
-    enum tio_format format;            /* UNKNOWN: by magic, then by name */
+    enum tio_format format;            /* UNKNOWN: by magic, then by name (or,
+                                          when raw is given, raw) */
     const struct tio_raw_layout *raw;  /* required for raw files */
     bool header_only;                  /* read what describing the file needs and
                                           nothing more (no data page is touched) */
@@ -83,6 +86,12 @@ struct tio_entry {
                                      stream to the tensor's first byte */
     uint64_t nbytes;              /* bytes of data */
     bool byteswap;                /* stored big-endian: converted on load */
+    bool big_endian;              /* stored most significant byte first (whether
+                                     supported or not; false for single bytes) */
+    int wide_ndim;                /* a rank past TR_MAX_DIMS (then ndim is 0 and
+                                     supported false), else 0 */
+    int64_t *wide_shape;          /* then its wide_ndim sizes and wide_ndim
+                                     strides in elements (owned by the entry) */
 };
 
 struct tio_file;
@@ -171,6 +180,11 @@ tr_status tio_output_check(const char *path);
 tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
                            const struct tr_tensor *const *tensors, enum tr_dtype dtype,
                            const struct tio_metadata *metadata);
+/* As tio_output_write, with a dtype for each tensor: dtypes[i] for
+ * tensors[i] (TR_DTYPE_COUNT keeps that tensor's own). */
+tr_status tio_output_write_each(struct tio_output *out, size_t n, const char *const *names,
+                                const struct tr_tensor *const *tensors,
+                                const enum tr_dtype *dtypes, const struct tio_metadata *metadata);
 /*
  * The data of a one-tensor .npy or raw output, mapped to be computed in
  * place: writes the header for dtype and shape and maps the file

@@ -248,6 +248,12 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
         tio_output_close(out);
         return NULL;
     }
+    if (out->format == TIO_FORMAT_NPZ) {
+        tio__error(TR_ERR_INVALID, ".npz is read only in tensorrun: write .safetensors for "
+                                   "several tensors, or .npy for one");
+        tio_output_close(out);
+        return NULL;
+    }
     exists = strcmp(path, "-") != 0 && stat(path, &st) == 0;
     if (strcmp(path, "-") == 0) {
         out->fd = STDOUT_FILENO;
@@ -537,7 +543,8 @@ static tr_status write_npy(struct tio_output *out, const struct tr_tensor *t,
 
 static tr_status write_safetensors(struct tio_output *out, size_t n, const char *const *names,
                                    const struct tr_tensor *const *tensors,
-                                   enum tr_dtype dtype, const struct tio_metadata *metadata)
+                                   enum tr_dtype dtype, const enum tr_dtype *each,
+                                   const struct tio_metadata *metadata)
 {
     static const char *const default_name[1] = {"tensor"};
     enum tr_dtype *dtypes = calloc(n ? n : 1, sizeof *dtypes);
@@ -554,7 +561,8 @@ static tr_status write_safetensors(struct tio_output *out, size_t n, const char 
     if (s == TR_OK && !names)
         s = tio__error(TR_ERR_INVALID, "the tensors of a safetensors file need names");
     for (size_t i = 0; i < n && s == TR_OK; i++) {
-        dtypes[i] = dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[i]) : dtype;
+        enum tr_dtype want = each ? each[i] : dtype;
+        dtypes[i] = want == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[i]) : want;
         ndims[i] = tr_tensor_ndim(tensors[i]);
         memcpy(shapes[i], tr_tensor_shape(tensors[i]), (size_t)ndims[i] * sizeof(int64_t));
     }
@@ -578,14 +586,20 @@ static tr_status write_safetensors(struct tio_output *out, size_t n, const char 
     return s;
 }
 
-tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
-                           const struct tr_tensor *const *tensors, enum tr_dtype dtype,
-                           const struct tio_metadata *metadata)
+/* dtype for every tensor, or, when each is given, each[i] for tensor i
+ * (TR_DTYPE_COUNT: keep the tensor's own). */
+static tr_status output_write(struct tio_output *out, size_t n, const char *const *names,
+                              const struct tr_tensor *const *tensors, enum tr_dtype dtype,
+                              const enum tr_dtype *each, const struct tio_metadata *metadata)
 {
     const struct tr_tensor *const *single;
     tr_status s;
 
     TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
+    if (each && n > 0 && out->format != TIO_FORMAT_SAFETENSORS) {
+        dtype = each[0];
+        each = NULL;
+    }
     out->written = true;
     if (n == 1 &&
         is_mapped(out, tensors[0], dtype == TR_DTYPE_COUNT ? tr_tensor_dtype(tensors[0]) : dtype)) {
@@ -617,7 +631,7 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
                    : tr_last_status();
         break;
     default:
-        s = write_safetensors(out, n, names, tensors, dtype, metadata);
+        s = write_safetensors(out, n, names, tensors, dtype, each, metadata);
     }
     if (s == TR_OK)
         s = tio__sink_finish(out->sink);
@@ -634,6 +648,20 @@ written:
     }
     out->failed = s != TR_OK;
     return s;
+}
+
+tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
+                           const struct tr_tensor *const *tensors, enum tr_dtype dtype,
+                           const struct tio_metadata *metadata)
+{
+    return output_write(out, n, names, tensors, dtype, NULL, metadata);
+}
+
+tr_status tio_output_write_each(struct tio_output *out, size_t n, const char *const *names,
+                                const struct tr_tensor *const *tensors,
+                                const enum tr_dtype *dtypes, const struct tio_metadata *metadata)
+{
+    return output_write(out, n, names, tensors, TR_DTYPE_COUNT, dtypes, metadata);
 }
 
 uint64_t tio_output_bytes(const struct tio_output *out)

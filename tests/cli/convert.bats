@@ -216,14 +216,18 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
     [ -z "$(ls -A | grep -F '.tmp-')" ]
 }
 
-@test "--input-dtype and --shape win over bytes that look like another format" {
+@test "--input-dtype and --shape win over bytes that only look like another format" {
     # 24 as the first i64 reads like a safetensors header length followed by '{'
     "$PY" -c 'import numpy as np; np.array([24, 123, 5, 6, 7, 8], "<i8").tofile("ints.bin")'
     run_tensorrun 0 convert ints.bin o.npy --input-dtype i64 --shape 6
     "$PY" -c 'import numpy as np; assert np.load("o.npy").tolist() == [24, 123, 5, 6, 7, 8]'
+    run --separate-stderr sh -c "cat ints.bin | '$TENSORRUN' convert - p.npy --input-dtype i64 --shape 6"
+    [ "$status" -eq 0 ]
+    "$PY" -c 'import numpy as np; assert np.load("p.npy").tolist() == [24, 123, 5, 6, 7, 8]'
+    # a real .npy under another name is not raw: its header is not data
     cp m.npy looks-like.bin
-    run_tensorrun 0 convert looks-like.bin b.npy --input-dtype u8 --shape 176
-    "$PY" -c 'import numpy as np; a = np.load("b.npy"); assert a.dtype == np.uint8 and a.shape == (176,)'
+    run_tensorrun 2 convert looks-like.bin b.npy --input-dtype u8 --shape 176
+    [[ "$stderr" == *"looks-like.bin is a .npy file"* ]]
 }
 
 @test "an empty raw file with a zero-size shape converts" {

@@ -11,11 +11,11 @@ setup() {
     cd "$BATS_TEST_TMPDIR"
 }
 
-# corpus SCRIPT: makes the corpus, then checks inspect and convert of each
-# file against the message its expected.txt line names.
+# corpus SCRIPT [ARGS...]: makes the corpus, then checks inspect and
+# convert of each file against the message its expected.txt line names.
 corpus() {
     mkdir corpus
-    "$PY" "$TR_SRCDIR/tests/data/$1" corpus
+    "$PY" "$TR_SRCDIR/tests/data/$1" corpus "${@:2}"
     [ -s corpus/expected.txt ]
     n=0
     while IFS=$'\t' read -r file message; do
@@ -39,6 +39,10 @@ corpus() {
 
 @test "the malformed .safetensors corpus: every file is exit 4 with its message" {
     corpus make-bad-safetensors.py
+}
+
+@test "the malformed .npz corpus: every file is exit 4 with its message" {
+    corpus make-npz.py --bad
 }
 
 @test "corrupt and truncated zstd frames are exit 4" {

@@ -26,7 +26,7 @@ if not eval(sys.argv[2]):
     json_check "$output" 'list(d) == ["path", "format", "compression", "size_bytes", "metadata", "tensors"]'
     json_check "$output" 'd["path"] == "a.npy" and d["format"] == "npy" and d["compression"] is None'
     json_check "$output" 'd["size_bytes"] == 176 and d["metadata"] is None and len(d["tensors"]) == 1'
-    json_check "$output" 'd["tensors"][0] == {"name": None, "dtype": "f32", "shape": [3, 4], "strides": [4, 1], "offset_bytes": 128, "nbytes": 48}'
+    json_check "$output" 'd["tensors"][0] == {"name": None, "dtype": "f32", "shape": [3, 4], "strides": [4, 1], "offset_bytes": 128, "nbytes": 48, "byte_order": "little"}'
 }
 
 @test "inspect --json of a Fortran-ordered big-endian .npy shows its strides" {

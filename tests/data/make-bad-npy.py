@@ -136,8 +136,10 @@ def cases():
     add("trailing-garbage.npy",
         npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), } junk", data=f4x3),
         "unexpected 'junk' after the dict")
-    add("too-many-dims.npy", npy(dict_text(shape="(1, 1, 1, 1, 1, 1, 1, 1, 1)"), data=b"\0" * 4),
-        "'shape' has more than 8 dimensions")
+    add("too-many-dims.npy", npy(dict_text(shape="(" + "1, " * 65 + ")"), data=b"\0" * 4),
+        "'shape' has more than 64 dimensions (NumPy's limit)")
+    add("many-dims-truncated.npy", npy(dict_text(shape="(" + "2, " * 9 + ")"), data=f4x3),
+        "truncated: header says 512 float32 values (2048 bytes)")
     add("overflowing-dim.npy", npy(dict_text(shape="(9223372036854775808,)")),
         "dimension '9223372036854775808' in 'shape' is too large")
     add("overflowing-size.npy", npy(dict_text(shape="(4611686018427387904, 4)")),
@@ -154,9 +156,16 @@ def cases():
         "escape sequences in strings are not supported")
     add("non-ascii.npy", npy(dict_text(descr="'<f4\xe9'"), data=f4x3),
         "unexpected byte 0xe9 in a string")
-    add("structured-dtype.npy",
-        saved(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")])),
-        "structured dtypes are not supported")
+    add("structured-dtype-truncated.npy",
+        saved(np.zeros(3, dtype=[("a", "<f4"), ("b", "<i4")]))[:-1],
+        "truncated: header says 3 |V8 values (24 bytes)")
+    add("structured-bad-field-type.npy", npy(dict_text(descr="[('a', '<f3')]"), data=f4x3),
+        "a field's type '<f3' is not a NumPy type string")
+    add("structured-unclosed.npy", npy(dict_text(descr="[('a', '<f4'), "), data=f4x3),
+        "expected a field ('name', type) in the list of fields")
+    add("structured-too-deep.npy",
+        npy(dict_text(descr="[('a', " * 20 + "'<f4'" + ")]" * 20), data=f4x3),
+        "structured dtype nested more than 16 deep")
     add("unquoted-key.npy", npy("{descr: '<f4', 'fortran_order': False, 'shape': (3,), }"),
         "expected a quoted key or '}', found 'descr'")
     add("eval-attempt.npy",

@@ -81,11 +81,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (status == TR_OK) {
         check_entry(&entry, header_size, size);
         check_round_trip(&entry);
+        tio__entry_clear(&entry);
     }
     /* the same stream claimed to be longer: only the data check changes */
     status = tio__npy_parse(data, size, UINT64_MAX, &entry);
-    if (status == TR_OK)
+    if (status == TR_OK) {
         check_entry(&entry, header_size, UINT64_MAX);
+        tio__entry_clear(&entry);
+    }
     tr_clear_error();
     return 0;
 }

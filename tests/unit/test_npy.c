@@ -827,6 +827,41 @@ static void test_unsupported(void)
                       "not a NumPy type string");
 }
 
+/* Structured dtypes and ranks past TR_MAX_DIMS are listed, not refused. */
+static void test_readable_unsupported(void)
+{
+    struct tio_entry e;
+    const struct stream *s;
+
+    /* np.dtype([('a', '<f4'), ('b', '<i8', (2,)), ('c', [('x', '|u1'), ('', '|V3')])]) */
+    s = make_npy(1, 0, "{'descr': [('a', '<f4'), ('b', '<i8', (2,)), "
+                       "('c', [('x', '|u1'), ('', '|V3')])], 'fortran_order': False, "
+                       "'shape': (5,), }\n");
+    ok(tio__npy_parse(s->bytes, s->len, s->len + 5 * 24, &e) == TR_OK && !e.supported &&
+           strcmp(e.dtype_text, "|V24") == 0 && e.nbytes == 5 * 24 && e.ndim == 1 &&
+           e.shape[0] == 5 && !e.big_endian,
+       "structured dtype: listed as |V24, 120 bytes (%s)", tr_last_error());
+    s = make_npy(1, 0, "{'descr': [(('title', 'a'), '>f8'), ('o', '|O')], "
+                       "'fortran_order': False, 'shape': (2, 2), }\n");
+    ok(tio__npy_parse(s->bytes, s->len, s->len + 4 * 16, &e) == TR_OK && !e.supported &&
+           strcmp(e.dtype_text, "|V16") == 0 && e.nbytes == 64,
+       "structured dtype with a titled field and an object: |V16 (%s)", tr_last_error());
+    expect_error("structured, data cut short", s->bytes, s->len, s->len + 63, TR_ERR_FORMAT,
+                 "truncated: header says 4 |V16 values (64 bytes)");
+
+    s = make_npy(1, 0, "{'descr': '>f4', 'fortran_order': False, "
+                       "'shape': (1, 2, 1, 1, 1, 1, 1, 1, 3, 1), }\n");
+    ok(tio__npy_parse(s->bytes, s->len, s->len + 24, &e) == TR_OK && !e.supported &&
+           e.ndim == 0 && e.wide_ndim == 10 && e.wide_shape && e.wide_shape[1] == 2 &&
+           e.wide_shape[8] == 3 && e.wide_shape[10 + 1] == 3 && e.wide_shape[10 + 9] == 1 &&
+           e.nbytes == 24 && e.big_endian && !e.byteswap && strcmp(e.dtype_text, ">f4") == 0,
+       "10 dimensions: listed with the whole shape and strides (%s)", tr_last_error());
+    tio__entry_clear(&e);
+    ok(e.wide_shape == NULL && e.wide_ndim == 0, "tio__entry_clear frees the wide shape");
+    expect_error("10 dimensions, data cut short", s->bytes, s->len, s->len + 23, TR_ERR_FORMAT,
+                 "truncated: header says 6 float32 values (24 bytes)");
+}
+
 static void test_lenient(void)
 {
     static const struct {
@@ -1022,8 +1057,10 @@ static void test_dict_errors(void)
         {"two dicts", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}{}\n",
          "unexpected '{' after the dict"},
         {"too many dims", 1,
-         "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1), }\n",
-         "'shape' has more than 8 dimensions"},
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+         "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+         "1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1), }\n",
+         "'shape' has more than 64 dimensions"},
         {"overflowing dim", 1,
          "{'descr': '<f4', 'fortran_order': False, 'shape': (9223372036854775808,), }\n",
          "dimension '9223372036854775808' in 'shape' is too large (over 9223372036854775807)"},
@@ -1046,9 +1083,12 @@ static void test_dict_errors(void)
          "not a NumPy type string"},
         {"descr not a string", 1, "{'descr': 4, 'fortran_order': False, 'shape': (3,)}\n",
          "expected a quoted type string such as '<f4' as the value of 'descr', found '4'"},
-        {"structured dtype", 1,
-         "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (3,), }\n",
-         "structured dtypes are not supported"},
+        {"structured dtype, bad field", 1,
+         "{'descr': [('a', '<f4'), ('b', 4)], 'fortran_order': False, 'shape': (3,), }\n",
+         "expected a field's type string such as '<f4', found '4'"},
+        {"structured dtype, no name", 1,
+         "{'descr': [('<f4',)], 'fortran_order': False, 'shape': (3,), }\n",
+         "expected a field's type string such as '<f4', found ')'"},
         {"subarray dtype", 1,
          "{'descr': ('<f4', (2,)), 'fortran_order': False, 'shape': (3,), }\n",
          "subarray dtypes are not supported"},
@@ -1246,6 +1286,7 @@ int main(void)
     test_zero_and_rank0();
     test_fortran();
     test_unsupported();
+    test_readable_unsupported();
     test_lenient();
     test_preamble_errors();
     test_key_errors();

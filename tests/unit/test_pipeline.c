@@ -804,7 +804,7 @@ static void test_inputs(void)
              "  d: {path: d.bin, dtype: u8, shape: [2, 3], strides: [1]}\n"         /* 6 */
              "  e: {path: e.npy, offset: 8, strides: [1]}\n"                        /* 7 */
              "  f: {key: t}\n"                                                      /* 8 */
-             "  g: {path: g.npy, format: npz}\n"                                    /* 9 */
+             "  g: {path: g.npy, format: npx}\n"                                    /* 9 */
              "  h: [a, b]\n"                                                        /* 10 */
              "  i: {path: i.bin, dtype: f32, shape: [1,2,3,4,5,6,7,8,9]}\n"         /* 11 */
              "  j: {path: j.bin, format: raw}\n"                                    /* 12 */
@@ -823,7 +823,7 @@ static void test_inputs(void)
     has_error(7, 28, "'offset' applies to raw inputs only", "offset without raw");
     has_error(7, 40, "'strides' applies to raw inputs only", "strides without raw");
     has_error(8, 6, "input 'f' has no 'path'", "no path");
-    has_error(9, 28, "unknown format 'npz' (did you mean 'npy'?)", "an unknown format");
+    has_error(9, 28, "unknown format 'npx' (did you mean 'npy'?)", "an unknown format");
     has_error(10, 6, "expected a path or a mapping for input 'h', found a sequence",
               "a sequence as an input");
     has_error(11, 39, "'shape' has 9 dimensions; at most 8", "too many dimensions");
