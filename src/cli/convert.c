@@ -240,14 +240,19 @@ static int copy(const struct convert_args *a, struct tio_file *f, enum tio_forma
                                    tio_file_has_metadata(f) ? &meta : NULL)
                 : tr_last_status();
     }
-    if (s == TR_OK) {
+    /* an input that shrank while it was copied gave zeros: not committed */
+    if (check_inputs_unchanged() != EXIT_OK) {
+        s = TR_ERR_IO;
+    } else if (s == TR_OK) {
         /* from the rename on, an interruption must not say "nothing was
          * replaced": it waits, and the command ends normally */
         hold_interrupts();
         s = tio_output_commit(out);
-    }
-    if (s != TR_OK)
+        if (s != TR_OK)
+            msg_error(failed, "%s", tr_last_error());
+    } else {
         msg_error(failed, "%s", tr_last_error());
+    }
     tio_output_close(out);
     free(values);
     free(keys);
@@ -292,6 +297,8 @@ int cmd_convert(int argc, char **argv)
     }
     f = tio_open(a.in, &oo);
     if (!f) {
+        if (check_inputs_unchanged() != EXIT_OK)
+            return EXIT_IO;
         if (tr_last_status() == TR_ERR_INVALID)
             return usage_error("convert: %s", tr_last_error());
         msg_error(a.in, "%s", tr_last_error());

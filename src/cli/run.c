@@ -222,6 +222,8 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     plan = plan_build(p, d, !a->dry_run);
     status = plan ? diag_exit_code(d) : EXIT_OOM;
     diag_print(d, stderr);
+    if (check_inputs_unchanged() != EXIT_OK)
+        status = EXIT_IO; /* opening an input read some of it */
     if (status == EXIT_OK && a->dry_run)
         plan_print(plan, stdout);
     if (status == EXIT_OK && !a->dry_run) {

@@ -195,6 +195,23 @@ tr_status tio_output_commit(struct tio_output *out);
  * and the destination stays exactly as it was.  NULL is a no-op. */
 void tio_output_close(struct tio_output *out);
 
+/* ------------------------------------------------------------ shrinking inputs */
+
+/*
+ * Catches SIGBUS for the whole process (once; later calls do nothing).  A
+ * fault inside a mapped input (another process truncated the file while it
+ * was read) is survived: zero pages are mapped over that input's mapping,
+ * the read completes with zeros, and tio_input_changed names the input from
+ * then on; whatever was computed since is worthless and must be discarded.
+ * Any other SIGBUS kills the process as before, after removing every
+ * temporary file.
+ */
+tr_status tio_guard_inputs(void);
+/* The path (as opened; "-" for standard input) of an input that changed
+ * size while being read, or NULL while none has.  Valid until the next
+ * call into io. */
+const char *tio_input_changed(void);
+
 /* Removes every temporary file of every open output.  Safe to call from a
  * signal handler (it only calls unlink). */
 void tio_remove_temporaries(void);
