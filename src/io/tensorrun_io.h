@@ -118,6 +118,17 @@ const char *tio_file_metadata_key(const struct tio_file *file, size_t index);
 const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
 
 /*
+ * The bytes of CPU pool memory (before the pool's rounding) that the
+ * index-th tensor takes once read, as the header says, also for a file
+ * opened header_only: for a stream that is not mapped (zstd, a pipe), the
+ * whole stream's data, read into one block when the file is opened (the
+ * same figure for every index); for a mapped tensor, 0 when it is viewed
+ * in place, else the copy tio_file_load makes (big-endian or misaligned
+ * data).  0 for an index past the last.
+ */
+uint64_t tio_file_pool_bytes(const struct tio_file *file, size_t index);
+
+/*
  * The index-th tensor on the CPU: a read-only view of the file's mapping
  * when it can be one (little-endian data aligned to its item size), else a
  * copy in the CPU pool.  TR_ERR_DTYPE, naming the dtype, for a tensor of a
