@@ -2,13 +2,15 @@
 # check.sh - install what is missing, then build and run the whole test
 # suite three ways: the normal build (build/), its unit tests under valgrind,
 # and an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/);
-# then `make distcheck`, which counts as one more test.
+# then `make distcheck`, which counts as one more test.  The normal check
+# includes a fuzz smoke run of every libFuzzer target (clang).
 # Ends with one line "N passed, N failed[, N skipped]" summed over all of
 # them, and exits non-zero when anything failed.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-install_deps bats bats-assert bats-support python3-numpy python3-torch valgrind zstd || exit 1
+install_deps $TR_FUZZ_PACKAGES bats bats-assert bats-support python3-numpy python3-torch \
+    valgrind zstd || exit 1
 
 jobs=$(nproc)
 passed=0 failed=0 skipped=0
