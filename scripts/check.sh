@@ -57,10 +57,10 @@ build() {
 # the fuzz smoke tests' own times, from their TAP lines
 fuzz_times() {
     sed -n 's/^ok 1 - \(fuzz_[a-z_]*\): .* in \([0-9]*\) s.*/\1 \2 s/p' \
-        build/tests/fuzz/*.log 2>/dev/null | paste -sd, - | sed 's/,/, /g'
+        build/fuzz_*.log 2>/dev/null | paste -sd, - | sed 's/,/, /g'
 }
 
-rm -f build/test-suite.log build/test-suite-valgrind.log build-asan/test-suite.log build/tests/fuzz/*.log
+rm -f build/test-suite.log build/test-suite-valgrind.log build-asan/test-suite.log build/fuzz_*.log
 if timed "the normal build" build build; then
     timed "the normal check" make -s -C build -j"$jobs" check
     f=$(fuzz_times)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# smoke.sh tests/fuzz/TARGET.smoke - make check's fuzz smoke run of one
+# smoke.sh TARGET.smoke - make check's fuzz smoke run of one
 # libFuzzer target: a fixed number of inputs from -seed=1 and
 # the committed seeds, so the run is the same every time; any crash, leak or
 # sanitizer report fails it.  Prints TAP.  A target that was not built
