@@ -197,13 +197,15 @@ static tr_status wrong_length(struct tio_file *f, const uint8_t *p, uint64_t len
                       (unsigned long long)total, (unsigned long long)need);
 }
 
-/* Whether a pool block for bytes would pass the CPU pool's memory limit. */
+/* Whether a pool block for bytes, beside what the CPU pool holds, would
+ * pass its memory limit. */
 static bool past_limit(uint64_t bytes)
 {
     struct tr_memory_stats st;
 
     return tr_memory_stats(TR_CPU, &st) == TR_OK && st.limit_bytes &&
-           tr_memory_block_size(bytes) > st.limit_bytes;
+           (st.reserved_bytes >= st.limit_bytes ||
+            tr_memory_block_size(bytes) > st.limit_bytes - st.reserved_bytes);
 }
 
 static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size)
