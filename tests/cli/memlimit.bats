@@ -105,3 +105,18 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
     [[ "$stderr" == *"be.npy: its data takes 8.0 MiB"*"copied"* ]] || { echo "$stderr" >&2; false; }
     run_tensorrun 0 eval 'sum(x)' -i x=be.npy --dry-run --memory-limit 16M
 }
+
+@test "a second input that does not fit beside the first is refused at once too" {
+    command -v zstd >/dev/null || skip "no zstd program"
+    /usr/bin/python3 -c '
+import sys, numpy as np
+np.lib.format.write_array_header_1_0(sys.stdout.buffer,
+    {"descr": "<f4", "fortran_order": False, "shape": (10 << 20,)})' > header40
+    # from a pipe: the frames declare no size, so only the limit can refuse
+    { cat header40; head -c 41943040 /dev/zero; } | zstd -q -f -o a.npy.zst
+    cp a.npy.zst b.npy.zst
+    run_tensorrun 0 eval 'sum(x)' -i x=a.npy.zst --memory-limit 64M
+    run_tensorrun 5 eval 'sum(x) + sum(y)' -i x=a.npy.zst -i y=b.npy.zst --memory-limit 64M
+    [[ "$stderr" == *"input 'y'"*"b.npy.zst"*"its data takes 40.0 MiB"*"memory limit of 64.0 MiB"* ]] ||
+        { echo "$stderr" >&2; false; }
+}
