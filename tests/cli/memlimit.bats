@@ -48,8 +48,9 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
     [ "$status" -eq 5 ] || { echo "status $status: $stderr" >&2; false; }
     [[ "$stderr" == *"input 'x'"*"big.npy.zst"*"256.0 MiB"*"memory limit of 64.0 MiB"* ]] ||
         { echo "$stderr" >&2; false; }
-    # nothing like 256 MiB was ever resident
-    [ "$peak" -lt 65536 ] || { echo "peak $peak KiB" >&2; false; }
+    # nothing like 256 MiB was ever resident (128 MiB leaves room for
+    # the sanitizer build's own)
+    [ "$peak" -lt 131072 ] || { echo "peak $peak KiB" >&2; false; }
     [ "$(cat out.npy)" = precious ]
 }
 
@@ -59,7 +60,7 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
     peak_of timeout 60 "$TENSORRUN" eval 'sum(x)' -i x=big.npy.zst --memory-limit 64M
     [ "$status" -eq 5 ] || { echo "status $status: $stderr" >&2; false; }
     [[ "$stderr" == *"big.npy.zst"*"256.0 MiB"* ]]
-    [ "$peak" -lt 65536 ] || { echo "peak $peak KiB" >&2; false; }
+    [ "$peak" -lt 131072 ] || { echo "peak $peak KiB" >&2; false; }
 }
 
 @test "a pipe too big for --memory-limit is exit 5 at once, without reading it" {
@@ -69,7 +70,7 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
     [ "$status" -eq 5 ] || { echo "status $status: $stderr" >&2; false; }
     [[ "$stderr" == *"input 'x'"*"256.0 MiB"*"memory limit of 64.0 MiB"* ]] ||
         { echo "$stderr" >&2; false; }
-    [ "$peak" -lt 65536 ] || { echo "peak $peak KiB" >&2; false; }
+    [ "$peak" -lt 131072 ] || { echo "peak $peak KiB" >&2; false; }
 }
 
 @test "an input under the limit still runs, and counts against it" {
