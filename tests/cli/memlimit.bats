@@ -26,7 +26,7 @@ big_zst() {
     { cat header; head -c "$MIB256" /dev/zero; } | zstd -q -f "$@" -o big.npy.zst
 }
 
-# peak_kib CMD...: runs CMD (stdin from /dev/null unless redirected), sets
+# peak_of CMD...: runs CMD, and sets
 # status, stderr and peak: the child's peak resident memory in KiB
 peak_of() {
     local out
