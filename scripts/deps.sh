@@ -4,6 +4,9 @@
 
 TR_PACKAGES="build-essential autoconf automake libtool pkg-config
   libyaml-dev libzstd-dev zlib1g-dev libjansson-dev librandom123-dev libopenblas-dev"
+# what make fuzz and the fuzz smoke run of make check build with: clang,
+# and its libFuzzer runtime, which Debian packages apart
+TR_FUZZ_PACKAGES="clang libclang-rt-14-dev"
 
 install_deps() {
     missing=

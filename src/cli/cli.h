@@ -60,6 +60,11 @@ int option_error(const char *command, int c, int argc, char **argv,
  * thread takes them: for the moment outputs are renamed into place. */
 void hold_interrupts(void);
 
+/* EXIT_OK, or, when a mapped input changed size while being read (see
+ * tio_guard_inputs), EXIT_IO after saying which: every result computed
+ * since is to be discarded and no output replaced. */
+int check_inputs_unchanged(void);
+
 struct overrides;
 /* Adds -D (c = 'D'), -i ('i') or -o ('o') NAME=VALUE to o; false after a
  * usage error. */

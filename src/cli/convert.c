@@ -304,18 +304,24 @@ static int copy(const struct convert_args *a, struct tio_file *f, enum tio_forma
                                         tio_file_has_metadata(f) ? &meta : NULL)
                 : tr_last_status();
     }
-    if (s == TR_OK) {
-        /* from the rename on, an interruption must not say "nothing was
-         * replaced": it waits, and the command ends normally */
-        hold_interrupts();
-        s = tio_output_commit(out);
+    /* an input that shrank while it was copied gave zeros: not committed
+     * (check_inputs_unchanged has said so) */
+    if (check_inputs_unchanged() != EXIT_OK) {
+        s = TR_ERR_IO;
+    } else {
+        if (s == TR_OK) {
+            /* from the rename on, an interruption must not say "nothing was
+             * replaced": it waits, and the command ends normally */
+            hold_interrupts();
+            s = tio_output_commit(out);
+        }
+        if (s != TR_OK && failed == a->out && strcmp(a->out, "-") == 0)
+            exit_if_stdout_closed();
+        if (s != TR_OK)
+            msg_error(failed, "%s", tr_last_error());
+        else if (collection && a->dtype != TR_DTYPE_COUNT)
+            report_dtypes(a, count, kept);
     }
-    if (s != TR_OK && failed == a->out && strcmp(a->out, "-") == 0)
-        exit_if_stdout_closed();
-    if (s != TR_OK)
-        msg_error(failed, "%s", tr_last_error());
-    else if (collection && a->dtype != TR_DTYPE_COUNT)
-        report_dtypes(a, count, kept);
     tio_output_close(out);
     free(dtypes);
     free(values);
@@ -382,6 +388,8 @@ int cmd_convert(int argc, char **argv)
         return status;
     }
     if (!f) {
+        if (check_inputs_unchanged() != EXIT_OK)
+            return EXIT_IO;
         if (tr_last_status() == TR_ERR_INVALID)
             return usage_error("convert: %s", tr_last_error());
         msg_error(a.in, "%s", tr_last_error());

@@ -219,6 +219,8 @@ static int write_final_outputs(struct exec *x, size_t s, ptrdiff_t k, bool befor
                                                      env_find(&x->env, name);
         }
         if (ready && write_group(x, g) != TR_OK) {
+            if (check_inputs_unchanged() != EXIT_OK)
+                return EXIT_IO;
             if (strcmp(g->path, "-") == 0)
                 exit_if_stdout_closed();
             msg_error(g->path, "%s", tr_last_error());
@@ -230,6 +232,9 @@ static int write_final_outputs(struct exec *x, size_t s, ptrdiff_t k, bool befor
 
 static int commit_outputs(struct exec *x)
 {
+    /* the last chance to find an input that changed under the run */
+    if (check_inputs_unchanged() != EXIT_OK)
+        return EXIT_IO;
     hold_interrupts();
     for (size_t i = 0; i < x->ngroups; i++) {
         if (tio_output_commit(x->groups[i].file) != TR_OK) {
@@ -369,6 +374,10 @@ static int load_inputs(struct exec *x)
 
         memset(&arg, 0, sizeof arg);
         arg.tensor = tio_file_load(pi->file, pi->index);
+        if (check_inputs_unchanged() != EXIT_OK) {
+            tr_release(arg.tensor);
+            return EXIT_IO;
+        }
         if (!arg.tensor) {
             msg_error(in->path, "input '%s': %s", in->name, tr_last_error());
             return exit_for_status(tr_last_status());
@@ -502,6 +511,11 @@ static int run_stage(struct exec *x, size_t s)
 
         ran = interp_statement(&x->env, st->statements[k], (int)s, mapped ? &into : NULL, &at);
         tr_release(into.tensor);
+        /* an input that changed under the statement makes its result (or
+         * its failure) meaningless */
+        status = check_inputs_unchanged();
+        if (status != EXIT_OK)
+            break;
         if (ran != TR_OK) {
             status = exit_for_status(tr_last_status());
             stage_failed(x, st, at);
@@ -576,6 +590,8 @@ static int print_value(struct exec *x, const char *name, FILE *out)
         msg_error(NULL, "'%s' has no value to print", name);
         return EXIT_RUNTIME;
     }
+    if (check_inputs_unchanged() != EXIT_OK)
+        return EXIT_IO;
     print_arg(&b->arg, out);
     return EXIT_OK;
 }

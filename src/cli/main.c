@@ -153,6 +153,7 @@ int main(int argc, char **argv)
     const struct command *c;
 
     catch_interrupts();
+    tio_guard_inputs();
 
     if (!arg) {
         print_usage(stderr);

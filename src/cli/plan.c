@@ -299,7 +299,10 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
             oo.format = TIO_FORMAT_RAW;
         pi->file = tio_open(in->path, &oo);
         if (!pi->file) {
-            diag_error_code(d, tr_last_status() == TR_ERR_INVALID ? 3 : 4, in->path_line,
+            diag_error_code(d, tr_last_status() == TR_ERR_INVALID ? 3
+                               : tr_last_status() == TR_ERR_OOM   ? 5
+                                                                  : 4,
+                            in->path_line,
                             in->path_col, NULL, "input '%s': %s: %s", in->name, in->path,
                             tr_last_error());
             continue;

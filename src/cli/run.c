@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "msg.h"
 #include "plan.h"
+#include "tensorrun_io.h"
 
 enum {
     OPT_DEVICE = 256, OPT_FORCE_DEVICE, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS,
@@ -414,6 +415,37 @@ static void check_outputs_writable(const struct pipeline *p, struct diag_list *d
     }
 }
 
+void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_list *d)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; limit && i < plan->ninputs; i++) {
+        const struct plan_input *pi = &plan->inputs[i];
+        const struct input *in = pi->input;
+        uint64_t bytes = pi->file ? tio_file_pool_bytes(pi->file, pi->index) : 0;
+        char need[16], lim[16];
+        const char *why;
+
+        total += tr_memory_block_size(bytes);
+        if (total <= limit)
+            continue;
+        why = tio_file_compression(pi->file) == TIO_COMPRESSION_ZSTD ? "decompressed"
+              : !tio_file_mapped_bytes(pi->file)                   ? "read from a pipe"
+                                                                     : "copied";
+        diag_error_code(d, EXIT_OOM, in->path_line, in->path_col,
+                        strcmp(why, "copied") == 0
+                            ? "raise --memory-limit: data that is big-endian, or not "
+                              "aligned to its item size, is copied, not mapped"
+                            : "raise --memory-limit, or give the input uncompressed in a "
+                              "file, which is mapped rather than read into memory",
+                        "input '%s': %s: out of memory: its data takes %s (%llu bytes, %s, "
+                        "as its header says) of pool memory, past the memory limit of %s",
+                        in->name, in->path, tr_format_bytes(bytes, need, sizeof need),
+                        (unsigned long long)bytes, why, tr_format_bytes(limit, lim, sizeof lim));
+        return;
+    }
+}
+
 int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
 {
     struct plan *plan;
@@ -432,11 +464,20 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     p->force_device = a->force_device;
     p->memory_limit = a->options.memory_limit;
     p->threads = a->options.threads;
+    /* inputs read into memory (zstd, pipes) count from their first byte */
+    if (!a->dry_run && tr_memory_set_limit(TR_CPU, a->options.memory_limit) != TR_OK) {
+        msg_error(NULL, "%s", tr_last_error());
+        return EXIT_RUNTIME;
+    }
     plan = plan_build(p, d, !a->dry_run);
+    if (plan && diag_exit_code(d) == EXIT_OK)
+        check_input_memory(plan, a->options.memory_limit, d);
     if (plan && a->dry_run)
         check_outputs_writable(p, d);
     status = plan ? diag_exit_code(d) : EXIT_OOM;
     diag_print(d, stderr);
+    if (check_inputs_unchanged() != EXIT_OK)
+        status = EXIT_IO; /* opening an input read some of it */
     if (status == EXIT_OK && a->dry_run)
         plan_print(plan, stdout);
     if (status == EXIT_OK && !a->dry_run) {

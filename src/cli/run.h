@@ -53,6 +53,13 @@ void run_args_free(struct run_args *a);
  * that does would read a terminal; else EXIT_OK. */
 int check_standard_input(const struct pipeline *p);
 
+/* Adds an out-of-memory error (exit 5) to d, naming the input, when the
+ * inputs that are read into pool memory rather than mapped (zstd, pipes,
+ * big-endian or misaligned data) take more than limit bytes (0: none), as
+ * their headers say.  For validate and --dry-run, before anything is read;
+ * a run reports the same when it opens or loads the input. */
+void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_list *d);
+
 /* Plans p (its diagnostics into d, printed here), then prints the plan for
  * a dry run or executes it.  The options that change the plan (--device,
  * --force-device, --memory-limit, --threads) are set on p first; a dry run

@@ -121,6 +121,18 @@ bool parse_size(const char *text, uint64_t *out)
     return false;
 }
 
+int check_inputs_unchanged(void)
+{
+    const char *path = tio_input_changed();
+
+    if (!path)
+        return EXIT_OK;
+    msg_error(strcmp(path, "-") == 0 ? "standard input" : path,
+              "changed size while being read (another process truncated it?); what was "
+              "computed from it is discarded");
+    return EXIT_IO;
+}
+
 /* Set once the outputs are being renamed into place. */
 static volatile sig_atomic_t holding;
 /* The line an interruption prints, made before any signal can come. */

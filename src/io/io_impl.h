@@ -151,6 +151,20 @@ tr_status tio__npz_inflate(const uint8_t *archive, const struct tio__npz_member 
 tr_status tio__raw_describe(const struct tio_raw_layout *layout, uint64_t stream_size,
                             struct tio_entry *entry);
 
+/* ------------------------------------------------------------ guard.c */
+
+/* Records a read-only mapping of the input at path (copied), so that a
+ * SIGBUS inside it (the file shrank) is survived: see tio_guard_inputs.
+ * A full registry leaves the mapping unguarded. */
+void tio__guard_register(const void *base, uint64_t length, const char *path);
+/* Forgets the mapping at base, before it is unmapped; a no-op for one
+ * never registered. */
+void tio__guard_unregister(const void *base);
+/* When addr lies in a registered mapping: treats it as a fault there (zero
+ * pages over the mapping, the input marked as changed) and returns true.
+ * For a system call that read a mapping and failed with EFAULT. */
+bool tio__guard_claim(const void *addr);
+
 /* ------------------------------------------------------------ sinks */
 
 /* Where a writer's bytes go: a file descriptor, possibly through a zstd

@@ -26,6 +26,8 @@ static tr_status write_all(int fd, const void *buf, size_t len)
         ssize_t n = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == EFAULT && tio__guard_claim(p))
+            return tio__error(TR_ERR_IO, "an input changed size while being read");
         if (n < 0)
             return tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
         p += n;

@@ -20,6 +20,7 @@
 
 static void unmap(void *data, void *ctx)
 {
+    tio__guard_unregister(data);
     munmap(data, (size_t)(uintptr_t)ctx);
 }
 
@@ -29,6 +30,7 @@ tr_status tio__source_open(struct tio__source *src, const char *path)
 
     memset(src, 0, sizeof *src);
     src->fd = -1;
+    src->path = path;
     if (strcmp(path, "-") == 0) {
         src->fd = STDIN_FILENO;
     } else {
@@ -64,6 +66,7 @@ tr_status tio__source_map(struct tio__source *src, bool header_only)
         return tio__error(errno == ENOMEM ? TR_ERR_OOM : TR_ERR_IO, "cannot map: %s",
                           strerror(errno));
     madvise(p, (size_t)src->file_size, header_only ? MADV_RANDOM : MADV_SEQUENTIAL);
+    tio__guard_register(p, src->file_size, src->path);
     blob.data = p;
     blob.nbytes = src->file_size;
     blob.deleter = unmap;
@@ -72,6 +75,7 @@ tr_status tio__source_map(struct tio__source *src, bool header_only)
     shape[0] = (int64_t)src->file_size;
     src->map = tr_from_blob(&blob, TR_DTYPE_U8, 1, shape, NULL, TR_CPU);
     if (!src->map) {
+        tio__guard_unregister(p);
         munmap(p, (size_t)src->file_size);
         return tr_last_status();
     }

@@ -9,6 +9,7 @@
 struct ZSTD_DCtx_s;
 
 struct tio__source {
+    const char *path;            /* as opened; the caller's, valid while open */
     int fd;
     bool owns_fd;
     bool regular;                /* a regular file (mappable), not a pipe */

@@ -264,6 +264,17 @@ static tr_status read_whole_npz(struct tio_file *f, const uint8_t *head, uint64_
     return TR_OK;
 }
 
+/* Whether a pool block for bytes, beside what the CPU pool holds, would
+ * pass its memory limit. */
+static bool past_limit(uint64_t bytes)
+{
+    struct tr_memory_stats st;
+
+    return tr_memory_stats(TR_CPU, &st) == TR_OK && st.limit_bytes &&
+           (st.reserved_bytes >= st.limit_bytes ||
+            tr_memory_block_size(bytes) > st.limit_bytes - st.reserved_bytes);
+}
+
 static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size)
 {
     uint8_t *head = NULL;
@@ -340,7 +351,17 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
     need = data_end(f);
     shape[0] = (int64_t)need;
     block = tr_empty(TR_DTYPE_U8, 1, shape, TR_CPU);
-    if (!block && tr_last_status() == TR_ERR_OOM) {
+    if (!block && tr_last_status() == TR_ERR_OOM && (stream_size != TIO_SIZE_UNKNOWN ||
+                                                     past_limit(need))) {
+        /* the header was checked against the stream's declared length, or
+         * the memory limit refuses it whatever the stream holds: no reason
+         * to read (and decompress) the rest first */
+        char size[16], oom[512];
+        snprintf(oom, sizeof oom, "%s", tr_last_error());
+        s = tio__error(TR_ERR_OOM, "its data takes %s (%llu bytes, as its header says) in "
+                                   "memory: %s",
+                       tr_format_bytes(need, size, sizeof size), (unsigned long long)need, oom);
+    } else if (!block && tr_last_status() == TR_ERR_OOM) {
         /* a header claiming more than the stream holds is a malformed
          * file, not a lack of memory: find out which */
         char oom[512];
@@ -529,6 +550,24 @@ const char *tio_file_metadata_key(const struct tio_file *f, size_t index)
 const char *tio_file_metadata_value(const struct tio_file *f, size_t index)
 {
     return index < f->parsed.metadata_count ? f->parsed.metadata_values[index] : NULL;
+}
+
+uint64_t tio_file_pool_bytes(const struct tio_file *f, size_t index)
+{
+    const struct tio_entry *e = tio_file_entry(f, index);
+    uint64_t first, end, item;
+
+    if (!e)
+        return 0;
+    if (!f->mapped_bytes)
+        return data_end(f); /* the whole stream, read into one block */
+    if (!e->supported || e->nbytes == 0)
+        return 0;
+    item = tr_dtype_size(e->dtype);
+    if (!e->byteswap && e->offset % item == 0)
+        return 0; /* viewed in place (a mapping starts at a page) */
+    entry_span(e, &first, &end);
+    return end - first;
 }
 
 /* ------------------------------------------------------------ loading */

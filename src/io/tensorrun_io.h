@@ -127,6 +127,17 @@ const char *tio_file_metadata_key(const struct tio_file *file, size_t index);
 const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
 
 /*
+ * The bytes of CPU pool memory (before the pool's rounding) that the
+ * index-th tensor takes once read, as the header says, also for a file
+ * opened header_only: for a stream that is not mapped (zstd, a pipe), the
+ * whole stream's data, read into one block when the file is opened (the
+ * same figure for every index); for a mapped tensor, 0 when it is viewed
+ * in place, else the copy tio_file_load makes (big-endian or misaligned
+ * data).  0 for an index past the last.
+ */
+uint64_t tio_file_pool_bytes(const struct tio_file *file, size_t index);
+
+/*
  * The index-th tensor on the CPU: a read-only view of the file's mapping
  * when it can be one (little-endian data aligned to its item size), else a
  * copy in the CPU pool.  TR_ERR_DTYPE, naming the dtype, for a tensor of a
@@ -216,6 +227,23 @@ tr_status tio_output_commit(struct tio_output *out);
 /* Frees the output; if it was not committed, its temporary file is removed
  * and the destination stays exactly as it was.  NULL is a no-op. */
 void tio_output_close(struct tio_output *out);
+
+/* ------------------------------------------------------------ shrinking inputs */
+
+/*
+ * Catches SIGBUS for the whole process (once; later calls do nothing).  A
+ * fault inside a mapped input (another process truncated the file while it
+ * was read) is survived: zero pages are mapped over that input's mapping,
+ * the read completes with zeros, and tio_input_changed names the input from
+ * then on; whatever was computed since is worthless and must be discarded.
+ * Any other SIGBUS kills the process as before, after removing every
+ * temporary file.
+ */
+tr_status tio_guard_inputs(void);
+/* The path (as opened; "-" for standard input) of an input that changed
+ * size while being read, or NULL while none has.  Valid until the next
+ * call into io. */
+const char *tio_input_changed(void);
 
 /* Removes every temporary file of every open output.  Safe to call from a
  * signal handler (it only calls unlink). */

@@ -18,6 +18,10 @@
  *   TR_FAIL_CREATE=1   mkostemp(3) fails with EACCES, and so does access(2)
  *                      asking for W_OK: a directory that is not writable,
  *                      even for root
+ *   TR_TRUNCATE=PATH, TR_TRUNCATE_AT=N  the Nth write(2) or pwrite(2) to a
+ *                      descriptor above 2 first cuts the file PATH to
+ *                      TR_TRUNCATE_SIZE bytes (default 0): an input that
+ *                      another process truncates while it is read
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,13 +33,24 @@
 #include <time.h>
 #include <unistd.h>
 
-static atomic_llong written, pwritten;
+static atomic_llong written, pwritten, writes;
 
 static long long limit(const char *name)
 {
     const char *v = getenv(name);
 
     return v && *v ? strtoll(v, NULL, 10) : -1;
+}
+
+/* TR_TRUNCATE: counts a write to fd and cuts the file at the Nth. */
+static void count_write(int fd)
+{
+    const char *path = getenv("TR_TRUNCATE");
+    long long size = limit("TR_TRUNCATE_SIZE");
+
+    if (fd > 2 && path && *path &&
+        atomic_fetch_add(&writes, 1) + 1 == limit("TR_TRUNCATE_AT"))
+        truncate(path, size > 0 ? size : 0);
 }
 
 ssize_t write(int fd, const void *buf, size_t len)
@@ -45,6 +60,7 @@ ssize_t write(int fd, const void *buf, size_t len)
 
     if (!real)
         real = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    count_write(fd);
     if (fd > 2 && max >= 0 && atomic_fetch_add(&written, (long long)len) + (long long)len > max) {
         errno = ENOSPC;
         return -1;
@@ -59,6 +75,7 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t offset)
 
     if (!real)
         real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    count_write(fd);
     if (fd > 2 && max >= 0 && atomic_fetch_add(&pwritten, (long long)len) + (long long)len > max) {
         errno = ENOSPC;
         return -1;
