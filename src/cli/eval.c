@@ -35,7 +35,18 @@ static void add_params(struct pipeline *p, const struct overrides *o, struct dia
     }
     for (size_t i = 0; i < o->nsets; i++) {
         struct param *param = &p->params[p->nparams];
-        if (!param_from_text(param, o->sets[i].value, o->sets[i].name, d))
+        bool later = false;
+        /* the last -D of a name wins, as in run */
+        for (size_t k = i + 1; k < o->nsets && !later; k++)
+            later = strcmp(o->sets[k].name, o->sets[i].name) == 0;
+        for (size_t k = 0; k < o->ninputs && !later; k++)
+            if (strcmp(o->inputs[k].name, o->sets[i].name) == 0) {
+                diag_error_code(d, EXIT_USAGE, 0, 0, "a name is a param or an input, not both",
+                                "-D %s and -i %s name the same value", o->sets[i].name,
+                                o->inputs[k].name);
+                later = true;
+            }
+        if (later || !param_from_text(param, o->sets[i].value, o->sets[i].name, d))
             continue;
         param->name = dup_or_null(o->sets[i].name, oom);
         p->nparams++;
@@ -72,15 +83,26 @@ static void add_inputs(struct pipeline *p, const struct overrides *o, struct dia
 static void add_statements(struct stage *st, const char *text, struct diag_list *d, bool *oom)
 {
     size_t len = strlen(text), start = 0, cap = 1;
-    int depth = 0;
+    struct diag_place *places = calloc(len + 1, sizeof *places);
+    int depth = 0, line = 1, col = 1;
     char quote = 0;
 
     for (size_t i = 0; i < len; i++)
         cap += text[i] == ';';
     st->statements = calloc(cap, sizeof *st->statements);
-    if (!st->statements) {
+    if (!st->statements || !places) {
+        free(places);
         *oom = true;
         return;
+    }
+    /* where each byte is, for statements written over several lines */
+    for (size_t i = 0; i <= len; i++) {
+        places[i].line = line;
+        places[i].col = col++;
+        if (text[i] == '\n') {
+            line++;
+            col = 1;
+        }
     }
     for (size_t i = 0; i <= len; i++) {
         char c = text[i];
@@ -99,14 +121,15 @@ static void add_statements(struct stage *st, const char *text, struct diag_list 
             char *piece = strndup(text + start, i - start);
             size_t lead = 0;
             if (!piece) {
+                free(places);
                 *oom = true;
                 return;
             }
             while (piece[lead] == ' ' || piece[lead] == '\t' || piece[lead] == '\n')
                 lead++;
             if (piece[lead]) {
-                struct statement *s = expr_parse(piece + lead, 1, (int)(start + lead) + 1, true,
-                                                 "out", d);
+                struct statement *s =
+                    expr_parse_placed(piece + lead, places + start + lead, "out", d);
                 if (s)
                     st->statements[st->nstatements++] = s;
             }
@@ -114,8 +137,9 @@ static void add_statements(struct stage *st, const char *text, struct diag_list 
             start = i + 1;
         }
     }
+    free(places);
     if (st->nstatements == 0 && diag_exit_code(d) == EXIT_OK)
-        diag_error(d, 0, 0, "e.g. tensorrun eval 'sum(x)' -i x=data.npy", "eval: no statement");
+        diag_error(d, 0, 0, "e.g. tensorrun eval 'sum(x)' -i x=data.npy", "no statement");
 }
 
 /* The name of the last value the statements bind. */

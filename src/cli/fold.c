@@ -68,10 +68,13 @@ static enum fold_result fold_integers(enum fold_op op, int64_t a, int64_t b, int
     case FOLD_MIN: *out = a < b ? a : b; break;
     case FOLD_POW:
         if (b < 0) {
+            /* (-2) ** -2 in parentheses: -2 ** -2 would read as -(2 ** -2) */
+            const char *open = a < 0 ? "(" : "", *close = a < 0 ? ")" : "";
             tr_set_error(TR_ERR_INVALID,
-                         "%" PRId64 " ** %" PRId64 ": an integer to a negative integer power "
-                         "is not allowed (write %" PRId64 ".0 ** %" PRId64 " for a float)",
-                         a, b, a, b);
+                         "%s%" PRId64 "%s ** %" PRId64 ": an integer to a negative integer "
+                         "power is not allowed (write %s%" PRId64 ".0%s ** %" PRId64
+                         " for a float)",
+                         open, a, close, b, open, a, close, b);
             return FOLD_ERROR;
         }
         return integer_pow(a, b, out);

@@ -249,6 +249,20 @@ struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
     if (t && (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) &&
         tr_dtype_is_integer(t->dtype) && tr_dtype_size(t->dtype) > 1)
         return tr_cast(arg->tensor, result);
+    if (!t && (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) &&
+        (arg->value.kind == TR_VALUE_INT || arg->value.kind == TR_VALUE_FLOAT)) {
+        /* a number takes the tensor's dtype before it is computed with, as
+         * in PyTorch: f16_tensor * 70000 is inf, f16_tensor / 70000 is 0 */
+        struct tr_arg rounded = *arg;
+        double from = arg->value.kind == TR_VALUE_INT ? (double)arg->value.integer
+                                                      : arg->value.number;
+        uint16_t narrow;
+        tr__cpu_cast_row((char *)&narrow, 0, result, (const char *)&from, 0, TR_DTYPE_F64, 1);
+        rounded.value.kind = TR_VALUE_FLOAT;
+        tr__cpu_cast_row((char *)&rounded.value.number, 0, TR_DTYPE_F64, (const char *)&narrow,
+                         0, result, 1);
+        return tr__arg_tensor(&rounded, compute);
+    }
     return tr__arg_tensor(arg, compute);
 }
 

@@ -797,6 +797,10 @@ static tr_status rule_where_clamp(const struct tr__op *op, const struct tr_value
             typed.weak = typed.weak && v.weak;
         }
     }
+    /* where(mask, 0.1, 0.2): numbers meeting a tensor, the mask, take the
+     * default dtype of their category, as in PyTorch */
+    if (op->rule == TR__RULE_WHERE && typed.weak && !acc.weak && tr_dtype_is_float(typed.dtype))
+        typed.dtype = TR_DTYPE_F32;
     for (int i = op->rule == TR__RULE_WHERE; i < 3; i++)
         TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), typed.dtype));
     set_tensor(out, typed.dtype, acc.ndim, acc.shape, acc.device);

@@ -147,3 +147,36 @@ assert np.allclose(c, np.cov(x.T), rtol=1e-5, atol=1e-7), (c, np.cov(x.T))'
     echo "$output" | grep -v Warning | tail -n 30
     [ "$status" -eq 0 ]
 }
+
+@test "a number meeting an f16 tensor is rounded to f16 first, as PyTorch does (70000 is inf)" {
+    "$PY" -c 'import numpy as np; np.save("h.npy", ((np.arange(5) - 3) * 1.1).astype(np.float16))'
+    run_tensorrun 0 eval 'h * 70000' -i h=h.npy -o a.npy
+    "$PY" -c '
+import numpy as np
+h, a = np.load("h.npy"), np.load("a.npy")
+assert a.dtype == np.float16
+want = (h.astype(np.float32) * np.float32(np.float16(70000))).astype(np.float16)
+assert np.array_equal(a, want, equal_nan=True), (a, want)
+assert np.isinf(a[0]), a'
+    run_tensorrun 0 eval 'h * 3.14159' -i h=h.npy -o b.npy
+    "$PY" -c '
+import numpy as np
+h, b = np.load("h.npy"), np.load("b.npy")
+want = (h.astype(np.float32) * np.float32(np.float16(3.14159))).astype(np.float16)
+assert np.array_equal(b, want), (b, want)'
+}
+
+@test "where(mask, 0.1, 0.2): numbers meeting the mask take the default float dtype, f32" {
+    "$PY" -c 'import numpy as np; np.save("b.npy", np.array([True, False, True]))'
+    run_tensorrun 0 eval 'where(b, 0.1, 0.2)' -i b=b.npy -o w.npy
+    npy_is w.npy 'np.array([0.1, 0.2, 0.1], dtype=np.float32)'
+    run_tensorrun 0 eval 'where(b, 1.5, 0)' -i b=b.npy -o v.npy
+    npy_is v.npy 'np.array([1.5, 0, 1.5], dtype=np.float32)'
+}
+
+@test "the hint for a negative integer base keeps its parentheses" {
+    run_tensorrun 3 eval '(-2) ** -2'
+    [[ "$stderr" == *"(-2) ** -2: an integer to a negative integer power is not allowed (write (-2.0) ** -2 for a float)"* ]]
+    run_tensorrun 0 eval '(-2.0) ** -2' --print
+    assert_output "0.25"
+}

@@ -165,3 +165,22 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     [ ! -e huge.npy ]
     [ -z "$(ls -A | grep -F .tmp-)" ]
 }
+
+@test "statements over several lines: errors point at their own line and column" {
+    run_tensorrun 3 eval $'y = 1;\nz = sofmax(y)'
+    [[ "$stderr" == *"eval:2:5: error: unknown op 'sofmax'"* ]]
+    [[ "$stderr" == *"2 | z = sofmax(y)"* ]]
+    run_tensorrun 3 eval $'\n  z = x;\n  c = z.T @ zz\n' -i x=x.npy
+    [[ "$stderr" == *"eval:3:13: error: 'zz' is used before anything binds it"* ]]
+    run_tensorrun 3 eval $'y = 1 +\n  (2 * ]'
+    [[ "$stderr" == *"eval:2:8: error: expected an expression after '*', found ']'"* ]]
+}
+
+@test "-D: the last of a name wins, as in run; a name both -D and -i is exit 2" {
+    run_tensorrun 0 eval 'a * 10' -D a=1 -D a=2
+    assert_output "20"
+    run_tensorrun 2 eval 'x' -D x=3 -i x=x.npy
+    [[ "$stderr" == *"-D x and -i x name the same value"* ]]
+    run_tensorrun 3 eval ''
+    [[ "$stderr" == *"eval: error: no statement"* ]]
+}
