@@ -163,9 +163,14 @@ static struct output *add_output(struct pipeline *p, const struct run_args *a, c
         out->compression = a->compression;
     } else if (strcmp(path, "-") != 0) {
         tio_format_from_path(path, &out->format, &out->compression);
+        if (out->format == TIO_FORMAT_UNKNOWN && a->format != TIO_FORMAT_UNKNOWN) {
+            /* a name that says nothing (/dev/null, a named pipe): --format does */
+            out->format = a->format;
+            out->compression = a->compression;
+        }
         if (out->format == TIO_FORMAT_UNKNOWN || out->format == TIO_FORMAT_NPZ) {
             diag_error_code(d, EXIT_USAGE, 0, 0, "name it .npy, .safetensors, .bin or .raw "
-                                                 "(each optionally .zst)",
+                                                 "(each optionally .zst), or give --format",
                             out->format == TIO_FORMAT_NPZ
                                 ? "-o %s: .npz is read only in tensorrun"
                                 : "-o %s: cannot tell the format from the name",

@@ -184,3 +184,11 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 3 eval ''
     [[ "$stderr" == *"eval: error: no statement"* ]]
 }
+
+@test "-o PATH whose name tells no format takes --format's (/dev/null, /dev/stdout)" {
+    run_tensorrun 0 eval 'x * 2' -i x=x.npy -o /dev/null --format npy
+    run bash -c '"$0" eval "x * 2" -i x=x.npy -o /dev/stdout --format npy > y.npy' "$TENSORRUN"
+    npy_is y.npy 'x * 2'
+    run_tensorrun 2 eval 'x * 2' -i x=x.npy -o /dev/null
+    [[ "$stderr" == *"cannot tell the format from the name"*"or give --format"* ]]
+}
