@@ -215,6 +215,24 @@ tr_status tio_output_check(const char *path)
     return s;
 }
 
+/* A destination that is a symbolic link to a file (/dev/stdout redirected
+ * to one, a link into a data directory) is replaced where the link points,
+ * as cp and the shell's > write through it: the link stays a link. */
+static tr_status follow_link(struct tio_output *out)
+{
+    struct stat lst;
+    char *target;
+
+    if (lstat(out->path, &lst) != 0 || !S_ISLNK(lst.st_mode))
+        return TR_OK;
+    target = realpath(out->path, NULL);
+    if (!target)
+        return tio__error(TR_ERR_IO, "cannot follow the link: %s", strerror(errno));
+    free(out->path);
+    out->path = target;
+    return TR_OK;
+}
+
 struct tio_output *tio_output_open(const char *path, const struct tio_write_options *options)
 {
     struct tio_output *out = calloc(1, sizeof *out);
@@ -255,6 +273,10 @@ struct tio_output *tio_output_open(const char *path, const struct tio_write_opti
         return NULL;
     }
     exists = strcmp(path, "-") != 0 && stat(path, &st) == 0;
+    if (exists && S_ISREG(st.st_mode) && follow_link(out) != TR_OK) {
+        tio_output_close(out);
+        return NULL;
+    }
     if (strcmp(path, "-") == 0) {
         out->fd = STDOUT_FILENO;
     } else if (exists && S_ISDIR(st.st_mode)) {

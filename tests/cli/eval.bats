@@ -187,8 +187,21 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
 
 @test "-o PATH whose name tells no format takes --format's (/dev/null, /dev/stdout)" {
     run_tensorrun 0 eval 'x * 2' -i x=x.npy -o /dev/null --format npy
-    run bash -c '"$0" eval "x * 2" -i x=x.npy -o /dev/stdout --format npy > y.npy' "$TENSORRUN"
+    run bash -c '"$0" eval "x * 2" -i x=x.npy -o /dev/stdout --format npy | cat > y.npy' "$TENSORRUN"
     npy_is y.npy 'x * 2'
     run_tensorrun 2 eval 'x * 2' -i x=x.npy -o /dev/null
     [[ "$stderr" == *"cannot tell the format from the name"*"or give --format"* ]]
+}
+
+@test "an output through a symbolic link replaces the link's target and keeps the link" {
+    mkdir -p data
+    "$PY" -c 'import numpy as np; np.save("data/old.npy", np.zeros(2))'
+    ln -s data/old.npy link.npy
+    run_tensorrun 0 eval 'x * 2' -i x=x.npy -o link.npy
+    [ -L link.npy ]
+    npy_is data/old.npy 'x * 2'
+    # a link to the standard output made a file (what /dev/stdout is then)
+    run bash -c 'ln -s /proc/self/fd/1 out.npy; "$0" eval "x * 3" -i x=x.npy -o out.npy > y.npy; [ -L out.npy ]' "$TENSORRUN"
+    [ "$status" -eq 0 ]
+    npy_is y.npy 'x * 3'
 }

@@ -217,7 +217,9 @@ static void check_expr(const struct expr *e, int line, int col_min, int col_max,
     check(e->nargs == 0 || e->kind == EXPR_CALL || e->kind == EXPR_LIST || e->kind == EXPR_INDEX);
     check(e->kind != EXPR_INDEX || e->nargs > 0);
     if (e->kind == EXPR_ATTR)
-        check(strcmp(e->v.name, "T") == 0 || strcmp(e->v.name, "mT") == 0);
+        check(strcmp(e->v.name, "T") == 0 || strcmp(e->v.name, "mT") == 0 ||
+              strcmp(e->v.name, "shape") == 0 || strcmp(e->v.name, "ndim") == 0 ||
+              strcmp(e->v.name, "dtype") == 0);
     if (e->kind == EXPR_NAME)
         check(expr_is_identifier(e->v.name));
     if (e->kind == EXPR_CALL && !e->from_operator)
