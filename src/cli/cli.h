@@ -10,7 +10,7 @@
 
 #include "tensorrun.h"
 
-/* Exit statuses, as SPEC.md and tensorrun(1) list them. */
+/* Exit statuses, as tensorrun(1), EXIT STATUS lists them. */
 enum exit_code {
     EXIT_OK = 0,
     EXIT_RUNTIME = 1,

@@ -1,5 +1,5 @@
 /*
- * exec.c - running a checked plan (SPEC.md section 4).
+ * exec.c - running a checked plan (tensorrun-pipeline(5), EXECUTION).
  *
  * Inputs are loaded as views of their mappings into a run scope.  Each
  * stage opens a scope of its own; after every statement, a value nothing

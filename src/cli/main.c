@@ -1,6 +1,6 @@
 /*
  * main.c - the tensorrun program: picks the command and reports how it
- * ended, with the exit codes of SPEC.md.
+ * ended, with the exit statuses of tensorrun(1), EXIT STATUS.
  */
 #include "config.h"
 

@@ -1,5 +1,5 @@
 /*
- * pipeline.c - the schema of SPEC.md section 3: a pipeline file's YAML
+ * pipeline.c - the schema of tensorrun-pipeline(5): a pipeline file's YAML
  * tree checked and turned into struct pipeline.
  *
  * Every check reports its error at the node concerned and goes on, so that

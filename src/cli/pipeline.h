@@ -1,6 +1,6 @@
 /*
- * pipeline.h - a pipeline file checked against the schema of SPEC.md
- * section 3: its params, inputs, stages (with their statements parsed) and
+ * pipeline.h - a pipeline file checked against the schema of
+ * tensorrun-pipeline(5): its params, inputs, stages (with their statements parsed) and
  * outputs, every item with its place in the file.
  */
 #ifndef TR_CLI_PIPELINE_H

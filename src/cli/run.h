@@ -1,6 +1,6 @@
 /*
  * run.h - what `tensorrun run` and `tensorrun eval` share: the run options
- * of SPEC.md section 2 and the path from a loaded pipeline to its exit
+ * of tensorrun(1) and the path from a loaded pipeline to its exit
  * status (plan, report, dry run or execution).
  */
 #ifndef TR_CLI_RUN_H

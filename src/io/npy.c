@@ -168,7 +168,7 @@ tr_status tio__npy_header_size(const uint8_t *buf, uint64_t len, uint64_t *size)
         header_len = (uint64_t)buf[8] | (uint64_t)buf[9] << 8 | (uint64_t)buf[10] << 16 |
                      (uint64_t)buf[11] << 24;
     /* NumPy refuses headers over 10000 bytes because it evaluates them;
-     * we only walk them, and allow far more (SPEC.md section 8). */
+     * we only walk them, and allow far more (1 MiB: tensorrun(1), TENSOR FILES). */
     if (header_len > TIO_NPY_HEADER_MAX)
         return tio__error(TR_ERR_FORMAT,
                           "the .npy header is %" PRIu64 " bytes long, over the limit of %"

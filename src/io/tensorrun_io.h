@@ -48,7 +48,7 @@ tr_status tio_format_parse(const char *name, enum tio_format *out);
 void tio_format_from_path(const char *path, enum tio_format *format,
                           enum tio_compression *compression);
 
-/* The largest .npy header read (SPEC.md section 8), and the largest
+/* The largest .npy header read (tensorrun(1), TENSOR FILES), and the largest
  * safetensors header (the reference implementation's limit). */
 #define TIO_NPY_HEADER_MAX (UINT64_C(1) << 20)
 #define TIO_SAFETENSORS_HEADER_MAX UINT64_C(100000000)

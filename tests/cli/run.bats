@@ -263,7 +263,7 @@ outputs: {z: z.npy}'
     [ "$(json_field use released_bytes)" -gt 0 ]
 }
 
-@test "JSON statistics have every field of SPEC.md section 4" {
+@test "JSON statistics have every field tensorrun(1), STATISTICS lists" {
     pipeline 'inputs: {a: a.npy}
 stages:
   - {name: one, do: [y = a * 2]}
