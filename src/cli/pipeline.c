@@ -1238,6 +1238,23 @@ static void apply_outputs(struct ctx *c, const struct overrides *ov, struct outp
         free(out->path);
         out->path = path;
         extra[out - p->outputs].path_n = NULL; /* from the command line now */
+        /* -o replaces the destination: the file's format:, and a key:
+         * unless the new file is a .safetensors too (the dtype stays: it
+         * is the value's, as written) */
+        extra[out - p->outputs].format_given = false;
+        out->format = TIO_FORMAT_UNKNOWN;
+        out->compression = TIO_COMPRESSION_NONE;
+        if (out->key) {
+            enum tio_format by_name = TIO_FORMAT_UNKNOWN;
+            enum tio_compression zst;
+            if (strcmp(path, "-") != 0)
+                tio_format_from_path(path, &by_name, &zst);
+            if (by_name != TIO_FORMAT_SAFETENSORS) {
+                free(out->key);
+                out->key = NULL;
+                extra[out - p->outputs].key_n = NULL;
+            }
+        }
         o->used = true;
     }
 }

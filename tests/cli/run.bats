@@ -589,3 +589,14 @@ outputs: {y: y.npy, z: z.npy}'
     [ ! -e x.npy ] && [ ! -e y.npy ]
     no_temporaries
 }
+
+@test "-o NAME=PATH replaces the destination: the pipeline's format and key no longer apply" {
+    "$PY" -c 'import numpy as np; np.save("x.npy", np.arange(16, dtype="<f4").reshape(2, 8))'
+    printf 'tensorrun: 1\ninputs: {x: x.npy}\nstages:\n  - name: s\n    do: [y = x * 2]\noutputs:\n  y: {path: out.safetensors, key: weight.q, format: safetensors, dtype: f16}\n' > o.yaml
+    run_tensorrun 0 run o.yaml -o y=qw.npy -q
+    "$PY" -c 'import numpy as np; y = np.load("qw.npy"); assert y.dtype == np.float16 and y[1, 7] == 30'
+    run_tensorrun 0 run o.yaml -o y=b.safetensors -q
+    run_tensorrun 0 inspect b.safetensors
+    [[ "$output" == *"weight.q"*"f16"* ]]
+    [ ! -e out.safetensors ]
+}
