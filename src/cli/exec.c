@@ -22,6 +22,7 @@
 #endif
 
 #include "cli.h"
+#include "fold.h"
 #include "interp.h"
 #include "msg.h"
 #include "print.h"
@@ -157,6 +158,47 @@ static int open_outputs(struct exec *x)
 }
 
 /* Writes g's file from the current values of its outputs. */
+/* A constant output (2 + 3, x.shape) as the tensor it is written as:
+ * rank 0 for a number, rank 1 for a list (fold_stored_dtype). */
+static struct tr_tensor *constant_tensor(const struct tr_arg *arg)
+{
+    bool list = arg->value.kind == TR_VALUE_LIST;
+    size_t n = list ? arg->value.count : 1;
+    struct tr_value *items = calloc(n ? n : 1, sizeof *items);
+    union { int64_t i64; double f64; uint8_t b; } *data = calloc(n ? n : 1, sizeof *data);
+    struct tr_tensor *t = NULL;
+    enum tr_dtype dtype;
+
+    if (!items || !data) {
+        tr_set_error(TR_ERR_OOM, "out of memory writing a constant");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        items[i] = list ? arg->items[i].value : arg->value;
+    dtype = fold_stored_dtype(&arg->value, items);
+    if (dtype == TR_DTYPE_COUNT) {
+        tr_set_error(TR_ERR_STATE, "this constant cannot be written as a tensor");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tr_value *v = &items[i];
+        double number = v->kind == TR_VALUE_FLOAT ? v->number
+                        : v->kind == TR_VALUE_INT ? (double)v->integer
+                                                  : v->boolean;
+        if (dtype == TR_DTYPE_I64)
+            ((int64_t *)data)[i] = v->kind == TR_VALUE_INT ? v->integer : v->boolean;
+        else if (dtype == TR_DTYPE_F64)
+            ((double *)data)[i] = number;
+        else
+            ((uint8_t *)data)[i] = v->boolean;
+    }
+    t = tr_from_data(data, dtype, list ? 1 : 0, (int64_t[]){(int64_t)n}, TR_CPU);
+done:
+    free(items);
+    free(data);
+    return t;
+}
+
 static tr_status write_group(struct exec *x, struct out_group *g)
 {
     const struct output *outs = x->p->outputs;
@@ -180,12 +222,22 @@ static tr_status write_group(struct exec *x, struct out_group *g)
         const struct binding *b = env_find(&x->env, out->name);
         names[i] = g->nmembers > 1 || out->format == TIO_FORMAT_SAFETENSORS ? output_key(out) : NULL;
         tensors[i] = b ? b->arg.tensor : NULL;
+        if (b && !tensors[i]) {
+            casts[i] = constant_tensor(&b->arg);
+            tensors[i] = casts[i];
+            if (!casts[i]) {
+                s = tr_last_status();
+                break;
+            }
+        }
         if (!tensors[i]) {
             s = tr_set_error(TR_ERR_STATE, "output '%s' has no tensor to write", out->name);
         } else if (dtype == TR_DTYPE_COUNT + 1 && out->dtype != TR_DTYPE_COUNT) {
-            casts[i] = tr_cast(tensors[i], out->dtype);
-            tensors[i] = casts[i];
-            if (!casts[i])
+            struct tr_tensor *cast = tr_cast(tensors[i], out->dtype);
+            tr_release(casts[i]);
+            casts[i] = cast;
+            tensors[i] = cast;
+            if (!cast)
                 s = tr_last_status();
         }
     }

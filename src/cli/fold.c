@@ -206,3 +206,31 @@ enum fold_result fold_list_slice(int64_t n, int64_t start, int64_t stop, int64_t
                       : (a > b ? (a - b + (-step) - 1) / -step : 0);
     return FOLD_OK;
 }
+
+static enum tr_dtype number_dtype(const struct tr_value *v)
+{
+    if (!v->known)
+        return TR_DTYPE_COUNT;
+    switch (v->kind) {
+    case TR_VALUE_INT: return TR_DTYPE_I64;
+    case TR_VALUE_FLOAT: return TR_DTYPE_F64;
+    case TR_VALUE_BOOL: return TR_DTYPE_BOOL;
+    default: return TR_DTYPE_COUNT;
+    }
+}
+
+enum tr_dtype fold_stored_dtype(const struct tr_value *v, const struct tr_value *items)
+{
+    enum tr_dtype d = TR_DTYPE_BOOL;
+
+    if (v->kind != TR_VALUE_LIST)
+        return number_dtype(v);
+    for (size_t i = 0; i < v->count; i++) {
+        enum tr_dtype item = number_dtype(&items[i]);
+        if (item == TR_DTYPE_COUNT)
+            return TR_DTYPE_COUNT;
+        if (item == TR_DTYPE_F64 || (item == TR_DTYPE_I64 && d == TR_DTYPE_BOOL))
+            d = item;
+    }
+    return v->count ? d : TR_DTYPE_I64; /* [] as NumPy's int64 array... of nothing */
+}

@@ -46,4 +46,12 @@ enum fold_result fold_list_index(int64_t n, int64_t i, int64_t *at);
 enum fold_result fold_list_slice(int64_t n, int64_t start, int64_t stop, int64_t step,
                                  int64_t *first, int64_t *by, int64_t *count);
 
+/*
+ * The dtype a constant is stored as when it is written out, meeting no
+ * tensor: i64, f64 or bool for a number; for a list of numbers (x.shape),
+ * the widest of its items' (items: its count items).  TR_DTYPE_COUNT for
+ * anything else (strings, None, nested lists).
+ */
+enum tr_dtype fold_stored_dtype(const struct tr_value *v, const struct tr_value *items);
+
 #endif /* TR_CLI_FOLD_H */

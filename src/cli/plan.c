@@ -1157,8 +1157,11 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
              v->meta.kind == TR_VALUE_BOOL || (v->meta.kind == TR_VALUE_TENSOR && v->meta.ndim == 0));
         if (out->as_text)
             continue;
-        if (v->meta.kind != TR_VALUE_TENSOR) {
-            diag_error(d, out->line, out->col, NULL, "output '%s' is %s, not a tensor", out->name,
+        if (v->meta.kind != TR_VALUE_TENSOR &&
+            fold_stored_dtype(&v->meta, v->meta.items) == TR_DTYPE_COUNT) {
+            diag_error(d, out->line, out->col,
+                       "a number, a boolean or a list of them is written as a tensor",
+                       "output '%s' is %s, not a tensor", out->name,
                        v->param ? "a param" : "a constant");
             continue;
         }

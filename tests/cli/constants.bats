@@ -180,3 +180,18 @@ assert np.array_equal(b, want), (b, want)'
     run_tensorrun 0 eval '(-2.0) ** -2' --print
     assert_output "0.25"
 }
+
+@test "a constant written out is a tensor: i64, f64 or bool, rank 0, or rank 1 for a list" {
+    run bash -c '"$0" eval "2 + 3" --format npy > five.npy' "$TENSORRUN"
+    npy_is five.npy 'np.array(5)'
+    run_tensorrun 0 eval 's = 1/3' -o third.npy
+    npy_is third.npy 'np.array(1/3)'
+    run bash -c '"$0" eval "x.shape" -i x=x.npy > shape.npy' "$TENSORRUN"
+    npy_is shape.npy 'np.array([5, 3])'
+    run_tensorrun 0 eval 'l = [1, 2.5, true]' -o l.npy
+    npy_is l.npy 'np.array([1, 2.5, 1.0])'
+    run_tensorrun 0 eval 'b = true' -o b.npy
+    npy_is b.npy 'np.array(True)'
+    run_tensorrun 3 eval 's = "cuda"' -o s.npy
+    [[ "$stderr" == *"output 's' is a constant, not a tensor"* ]]
+}
