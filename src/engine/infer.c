@@ -365,6 +365,18 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
         default:
             okay = false;
         }
+        if (!okay && v->kind == TR_VALUE_LIST) {
+            /* the list is right, one of its items is not */
+            size_t k = 0;
+            while (k < v->count && v->items[k].kind == TR_VALUE_INT)
+                k++;
+            return fail(bad, i, TR_ERR_INVALID, op->info.name,
+                        "argument '%s' must be %s; the item at index %zu is %s", p->name,
+                        tr_param_kind_what(p->kind), k,
+                        v->items[k].kind == TR_VALUE_FLOAT
+                            ? "a float (an integer is wanted: 7 / 2 is the float 3.5)"
+                            : "not an integer");
+        }
         if (!okay) {
             static const char *const what[] = {
                 [TR_VALUE_NONE] = "None", [TR_VALUE_TENSOR] = "a tensor",

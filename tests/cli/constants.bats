@@ -195,3 +195,8 @@ assert np.array_equal(b, want), (b, want)'
     run_tensorrun 3 eval 's = "cuda"' -o s.npy
     [[ "$stderr" == *"output 's' is a constant, not a tensor"* ]]
 }
+
+@test "a shape with a float in it says which item is wrong" {
+    run_tensorrun 3 eval 'reshape(x, [5, x.shape[1] / 3])' -i x=x.npy
+    [[ "$stderr" == *"reshape: argument 'shape' must be a shape"*"the item at index 1 is a float"* ]]
+}
