@@ -207,12 +207,17 @@ static void add_outputs(struct pipeline *p, const struct run_args *a, bool print
         const char *text = a->eval_outputs[i], *eq = strchr(text, '=');
         char *name = eq ? strndup(text, (size_t)(eq - text)) : NULL;
         bool named = name && expr_is_identifier(name);
-        if (!named && !last) {
+        const char *path = named ? eq + 1 : text;
+        if (!*path || eq == text) {
+            diag_error_code(d, EXIT_USAGE, 0, 0, "write -o PATH, or -o NAME=PATH",
+                            !*path ? "-o %s: the path is empty" : "-o %s: the name is empty",
+                            text);
+        } else if (!named && !last) {
             /* when the statements did not parse, their errors say why */
             if (diag_exit_code(d) == EXIT_OK)
                 diag_error_code(d, EXIT_USAGE, 0, 0, NULL, "-o %s: no value to write", text);
         } else {
-            add_output(p, a, named ? name : last, named ? eq + 1 : text, d, oom);
+            add_output(p, a, named ? name : last, path, d, oom);
         }
         free(name);
     }

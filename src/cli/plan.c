@@ -898,7 +898,8 @@ static struct result eval(struct eval *ev, const struct expr *e)
         if (r.v.kind != TR_VALUE_TENSOR ||
             tr_infer_transpose_all(&r.v, strcmp(e->v.name, "mT") == 0, &r.v) != TR_OK) {
             diag_error(ev->d, e->line, e->col, NULL, "%s",
-                       r.v.kind != TR_VALUE_TENSOR ? "only a tensor has .T and .mT"
+                       r.v.kind != TR_VALUE_TENSOR ? "only a tensor has .T, .mT, .shape, .ndim "
+                                                     "and .dtype"
                                                    : tr_last_error());
             return failed();
         }
@@ -976,7 +977,8 @@ static void eval_stage(struct plan *plan, int index, struct diag_list *d, struct
             ok = !results[0].failed;
         }
         if (ok && (size_t)n != st->ntargets) {
-            diag_error(d, st->targets ? st->line : st->line, st->target_cols[0], NULL,
+            diag_error(d, st->targets ? st->line : st->line, st->target_cols[0],
+                       n > 1 ? "assign each, as in 'v, i = topk(x, k)'" : NULL,
                        "%zu name%s for %d value%s", st->ntargets, st->ntargets == 1 ? "" : "s",
                        n, n == 1 ? "" : "s");
             ok = false;

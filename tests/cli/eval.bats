@@ -205,3 +205,15 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     [ "$status" -eq 0 ]
     npy_is y.npy 'x * 3'
 }
+
+@test "messages: a bare call of two results, .shape of a constant, an empty -o" {
+    run_tensorrun 3 eval 'sort(x)' -i x=x.npy
+    [[ "$stderr" == *"1 name for 2 values"*"hint: assign each"* ]]
+    run_tensorrun 3 eval 'x.shape.ndim' -i x=x.npy
+    [[ "$stderr" == *"only a tensor has .T, .mT, .shape, .ndim and .dtype"* ]]
+    run_tensorrun 2 eval 'x' -i x=x.npy -o y=
+    [[ "$stderr" == *"-o y=: the path is empty"* ]]
+    run_tensorrun 2 eval 'x' -i x=x.npy -o =a.npy
+    [[ "$stderr" == *"-o =a.npy: the name is empty"* ]]
+    [ ! -e =a.npy ]
+}
