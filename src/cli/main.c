@@ -147,6 +147,15 @@ static int close_stdout(int code)
     return code;
 }
 
+/* Whether arg shortens option (at least "--" and one letter), as getopt
+ * takes a long option's prefix; --help and --version share no letter. */
+static bool is_prefix_of(const char *arg, const char *option)
+{
+    size_t n = strlen(arg);
+
+    return n > 2 && strncmp(arg, "--", 2) == 0 && strncmp(option, arg, n) == 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *arg = argc > 1 ? argv[1] : NULL;
@@ -159,18 +168,20 @@ int main(int argc, char **argv)
         print_usage(stderr);
         return EXIT_USAGE;
     }
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0 || is_prefix_of(arg, "--help")) {
         print_usage(stdout);
         return close_stdout(EXIT_OK);
     }
-    if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
+    if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0 ||
+        is_prefix_of(arg, "--version")) {
         print_version();
         return close_stdout(EXIT_OK);
     }
     if (strcmp(arg, "--") == 0) /* the pipeline follows, whatever its name */
         return close_stdout(cmd_run(argc, argv));
     if (arg[0] == '-' && arg[1] != '\0')
-        return usage_error("unknown option '%s'", arg);
+        return usage_error("unknown option '%s' (the options before a command are --help "
+                           "and --version)", arg);
     c = find_command(arg);
     if (!c && looks_like_pipeline(arg))
         return close_stdout(cmd_run(argc, argv));

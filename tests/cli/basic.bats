@@ -69,3 +69,12 @@ setup() {
     NO_COLOR=1 run_tensorrun 2 --frobnicate
     [[ "$stderr" != *$'\033'* ]]
 }
+
+@test "--help and --version may be shortened, as every long option may" {
+    run_tensorrun 0 --vers
+    [[ "$output" == "tensorrun "* ]]
+    run_tensorrun 0 --hel
+    [[ "$output" == *"Usage: tensorrun"* ]]
+    run_tensorrun 2 --x
+    [[ "$stderr" == *"unknown option '--x'"* ]]
+}
