@@ -1101,7 +1101,8 @@ static bool at_method(const struct parser *p)
     const struct token *name = peek2(p);
 
     return at(p, TOK_DOT) && name->kind == TOK_NAME && p->pos + 2 < p->ntoks &&
-           p->toks[p->pos + 2].kind == TOK_LPAREN && !is_attribute(qtext(p, name), name->len);
+           p->toks[p->pos + 2].kind == TOK_LPAREN && !is_attribute(qtext(p, name), name->len) &&
+           tok_word(p, name, NULL) == WORD_PLAIN;
 }
 
 /* base '.' NAME '(' args ')', at the '.': the call NAME(base, args), as

@@ -49,11 +49,14 @@ const char *suggest(const char *word, const char *const *candidates)
 {
     const char *best = NULL;
     size_t best_d = (size_t)-1, len = strlen(word);
-    /* one edit in a short word already makes another word (isinf, sin) */
+    /* one edit in a short word already makes another word (isinf and sin,
+     * gpu and cpu): a word of three letters or fewer keeps its first */
     size_t limit = len <= 5 ? 1 : len <= 9 ? 2 : 3;
 
     for (size_t i = 0; candidates[i]; i++) {
         size_t d = distance(word, candidates[i]);
+        if (len <= 3 && word[0] != candidates[i][0])
+            continue;
         if (d < best_d) {
             best_d = d;
             best = candidates[i];

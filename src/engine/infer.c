@@ -795,6 +795,10 @@ static tr_status rule_where_clamp(const struct tr__op *op, const struct tr_value
     int64_t shape[TR_MAX_DIMS];
     int n;
 
+    if (op->rule == TR__RULE_CLAMP && ARG(1)->kind == TR_VALUE_NONE &&
+        ARG(2)->kind == TR_VALUE_NONE)
+        return fail(bad, -1, TR_ERR_INVALID, NAME, "give min, max or both");
+
     for (int i = 1; i < 3; i++) {
         struct tr_value v;
         if (ARG(i)->kind == TR_VALUE_NONE)
@@ -832,6 +836,9 @@ static tr_status rule_reduce(const struct tr__op *op, const struct tr_value *arg
         if (!(ord > 0))
             return fail(bad, 1, TR_ERR_INVALID, NAME, "ord must be a positive number or inf");
     }
+    if (op->rule == TR__RULE_ARGEXTREME && ARG(di)->kind == TR_VALUE_NONE && numel(&x) == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "an empty tensor has no element to take the %s of",
+                    NAME);
     if (op->rule == TR__RULE_ARGEXTREME && ARG(di)->kind == TR_VALUE_NONE) {
         /* over the flattened tensor: a scalar index (all ones with keepdim) */
         int64_t ones[TR_MAX_DIMS];

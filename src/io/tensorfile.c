@@ -163,6 +163,8 @@ static tr_status open_mapped(struct tio_file *f, const char *path)
 
     if (detected)
         f->format = detect(f, path, p, size, size);
+    if (f->format == TIO_FORMAT_UNKNOWN && size == 0)
+        return tio__error(TR_ERR_FORMAT, "the file is empty");
     if (f->format == TIO_FORMAT_UNKNOWN)
         return tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors file (a raw file needs "
                                          "its dtype and shape)");
@@ -293,7 +295,9 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
         stream_size = have; /* it all fit: now the length is known */
     if (s == TR_OK && detected)
         f->format = detect(f, path, head, have, stream_size);
-    if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
+    if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN && have == 0)
+        s = tio__error(TR_ERR_FORMAT, "the stream is empty");
+    else if (s == TR_OK && f->format == TIO_FORMAT_UNKNOWN)
         s = tio__error(TR_ERR_FORMAT, "not a .npy or .safetensors stream (a raw stream needs "
                                       "its dtype and shape)");
     if (s == TR_OK && f->format == TIO_FORMAT_NPZ) {

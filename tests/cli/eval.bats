@@ -217,3 +217,19 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     [[ "$stderr" == *"-o =a.npy: the name is empty"* ]]
     [ ! -e =a.npy ]
 }
+
+@test "no suggestion that changes a short word's first letter; empty inputs say so; clamp needs a bound" {
+    printf 'tensorrun: 1\nstages:\n  - name: s\n    device: gpu\n    do: [y = zeros(3)]\n' > g.yaml
+    run_tensorrun 3 validate g.yaml
+    [[ "$stderr" != *"did you mean 'cpu'"* ]]
+    run_tensorrun 3 eval 'y = x + 1' -i x=x.npy -o j=j.npy
+    [[ "$stderr" != *"did you mean"* ]]
+    run bash -c '"$0" eval "x" -i x=- < /dev/null' "$TENSORRUN"
+    [ "$status" -eq 4 ]
+    [[ "$output" == *"the stream is empty"* ]]
+    run_tensorrun 3 eval 'clamp(x)' -i x=x.npy
+    [[ "$stderr" == *"clamp: give min, max or both"* ]]
+    run_tensorrun 3 eval 'argmax(zeros([0]))'
+    [[ "$stderr" == *"an empty tensor has no element to take the argmax of"* ]]
+    run_tensorrun 3 eval 'x.u16()' -i x=x.npy
+}
