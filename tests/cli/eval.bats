@@ -6,6 +6,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
     load helper
+    NPY_INPUTS="x i big"
     PY=/usr/bin/python3
     cd "$BATS_TEST_TMPDIR"
     "$PY" -c '
@@ -13,18 +14,6 @@ import numpy as np
 np.save("x.npy", np.arange(12, dtype="<f4").reshape(3, 4))
 np.save("i.npy", np.arange(6, dtype="<i4"))
 np.save("big.npy", np.arange(5000, dtype="<f8").reshape(50, 100))'
-}
-
-# npy_is FILE EXPR: the .npy FILE equals the NumPy expression EXPR exactly
-# (dtype, shape and values); x, i and big are the inputs
-npy_is() {
-    "$PY" -c '
-import sys, numpy as np
-x, i, big = np.load("x.npy"), np.load("i.npy"), np.load("big.npy")
-got, want = np.load(sys.argv[1]), eval(sys.argv[2])
-assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-assert np.array_equal(got, want, equal_nan=True), (got, want)
-' "$1" "$2"
 }
 
 @test "a bare expression is called out; --print writes it as a number" {

@@ -22,3 +22,17 @@ run_tensorrun() {
         return 1
     fi
 }
+
+# npy_is FILE EXPR: the .npy FILE equals the NumPy expression EXPR exactly
+# (dtype, shape and values, NaN equal to NaN); the names in $NPY_INPUTS are
+# the arrays NAME.npy of the working directory, loaded for EXPR.
+npy_is() {
+    /usr/bin/python3 -c '
+import sys, numpy as np
+env = {"np": np}
+env.update((n, np.load(n + ".npy")) for n in sys.argv[3].split())
+got, want = np.load(sys.argv[1]), eval(sys.argv[2], env)
+assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+assert np.array_equal(got, want, equal_nan=True), (got, want)
+' "$1" "$2" "${NPY_INPUTS:-}"
+}

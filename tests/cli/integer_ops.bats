@@ -7,6 +7,7 @@ bats_require_minimum_version 1.5.0
 
 setup() {
     load helper
+    NPY_INPUTS="a b m"
     PY=/usr/bin/python3
     cd "$BATS_TEST_TMPDIR"
     "$PY" -c '
@@ -18,18 +19,6 @@ np.save("b.npy", rng.integers(big.min, big.max, (40, 90), dtype=np.int64, endpoi
 np.save("m.npy", rng.integers(0, 2, (4, 9)).astype(bool))
 np.save("base.npy", np.array([2, 3, 4], dtype=np.int64))
 np.save("neg.npy", np.array([1, -1, 2], dtype=np.int32))'
-}
-
-# npy_is FILE EXPR: the .npy FILE equals the NumPy expression EXPR exactly
-# (dtype, shape and values); a, b and m are the inputs
-npy_is() {
-    "$PY" -c '
-import sys, numpy as np
-a, b, m = np.load("a.npy"), np.load("b.npy"), np.load("m.npy")
-got, want = np.load(sys.argv[1]), eval(sys.argv[2])
-assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-assert np.array_equal(got, want), (got, want)
-' "$1" "$2"
 }
 
 @test "a @ b of i64 .npy inputs is NumPy's product, wrapping around" {
