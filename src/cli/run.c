@@ -503,12 +503,14 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     return status;
 }
 
-int cmd_run(int argc, char **argv)
+/* run and validate: options, one pipeline file, then run_loaded. */
+static int run_file(int argc, char **argv, enum run_command which)
 {
+    const char *command = which == RUN_COMMAND_VALIDATE ? "validate" : "run";
     struct run_args a;
     struct diag_list d;
     struct pipeline *p;
-    int status = run_args_parse(argc, argv, false, &a);
+    int status = run_args_parse_for(argc, argv, which, &a);
 
     if (status != EXIT_OK) {
         run_args_free(&a);
@@ -516,7 +518,7 @@ int cmd_run(int argc, char **argv)
     }
     if (a.noperands != 1) {
         run_args_free(&a);
-        return usage_error("run: expected one pipeline file%s",
+        return usage_error("%s: expected one pipeline file%s", command,
                            a.noperands > 1 ? ", and options after it" : "");
     }
     diag_init(&d, a.operands[0], NULL, 0);
@@ -531,4 +533,14 @@ int cmd_run(int argc, char **argv)
     diag_free(&d);
     run_args_free(&a);
     return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    return run_file(argc, argv, RUN_COMMAND_RUN);
+}
+
+int cmd_validate(int argc, char **argv)
+{
+    return run_file(argc, argv, RUN_COMMAND_VALIDATE);
 }

@@ -1,12 +1,10 @@
 /*
- * validate.c - `tensorrun validate PIPELINE.yaml`: every check that needs
- * no computing, every error reported in one pass; the plan on success.
- * It is `run --dry-run`, with the run options that change the plan only;
- * the -D/-i/-o overrides of both are read here.
+ * overrides.c - the -D, -i and -o overrides of run, eval and validate:
+ * "NAME=VALUE" words collected for the pipeline loader.  (validate itself
+ * is run's dry run: run.c.)
  */
 #include "config.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,31 +67,3 @@ bool parse_override(int c, const char *arg, struct overrides *o)
     }
 }
 
-int cmd_validate(int argc, char **argv)
-{
-    struct run_args a;
-    struct diag_list d;
-    struct pipeline *p;
-    int status = run_args_parse_for(argc, argv, RUN_COMMAND_VALIDATE, &a);
-
-    if (status != EXIT_OK) {
-        run_args_free(&a);
-        return status < 0 ? EXIT_OK : status;
-    }
-    if (a.noperands != 1) {
-        run_args_free(&a);
-        return usage_error("validate: expected one pipeline file");
-    }
-    diag_init(&d, a.operands[0], NULL, 0);
-    p = pipeline_load(a.operands[0], &a.overrides, &d);
-    if (p) {
-        status = run_loaded(p, &d, &a);
-    } else {
-        status = diag_exit_code(&d);
-        diag_print(&d, stderr);
-    }
-    pipeline_free(p);
-    diag_free(&d);
-    run_args_free(&a);
-    return status;
-}
