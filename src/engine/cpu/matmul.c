@@ -155,15 +155,14 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
                           enum tr_dtype compute)
 {
-    int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1, tiles_m, tiles_n, work;
+    int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1;
     int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
     /* gemm writes straight into c when c has the compute dtype and a row
      * length BLAS can count; else into a tile buffer, then converted */
     bool direct = c->dtype == compute && n <= INT_MAX;
     struct tr_tensor *scratch = NULL;
     char *out, *buffers = NULL;
-    bool parallel;
-    int threads = 1;
+    struct tr__mm_tiles tiles;
 
     for (int i = 0; i < nb; i++)
         nbatch *= c->shape[i];
@@ -179,15 +178,9 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
     TR_RETURN_ERROR_IF(k > INT_MAX, TR_ERR_SHAPE,
                        "%s: the inner dimension %lld is longer than BLAS can count", name,
                        (long long)k);
-    tiles_m = (m + TILE_M - 1) / TILE_M;
-    tiles_n = (n + TILE_N - 1) / TILE_N;
-    work = nbatch * tiles_m * tiles_n;
-    parallel = work > 1 && (double)nbatch * (double)m * (double)n * (double)k >= PARALLEL_FLOPS;
-#ifdef _OPENMP
-    threads = parallel ? omp_get_max_threads() : 1;
-#endif
+    tiles = tr__mm_tiles_of(nbatch, m, n, k, TILE_M, TILE_N, PARALLEL_FLOPS);
     if (!direct) {
-        int64_t shape[2] = {threads, (int64_t)TILE_M * TILE_N};
+        int64_t shape[2] = {tiles.threads, (int64_t)TILE_M * TILE_N};
         scratch = tr__empty(name, compute, 2, shape, TR_CPU);
         if (!scratch)
             return tr_last_status();
@@ -195,10 +188,10 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
     }
     pthread_once(&blas_once, blas_single_threaded);
 
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
-    for (int64_t w = 0; w < work; w++) {
-        int64_t batch = w / (tiles_m * tiles_n), tile = w % (tiles_m * tiles_n);
-        int64_t i0 = tile / tiles_n * TILE_M, j0 = tile % tiles_n * TILE_N;
+#pragma omp parallel for schedule(dynamic) num_threads(tiles.threads) if (tiles.parallel)
+    for (int64_t w = 0; w < tiles.work; w++) {
+        int64_t batch = w / (tiles.rows * tiles.cols), tile = w % (tiles.rows * tiles.cols);
+        int64_t i0 = tile / tiles.cols * TILE_M, j0 = tile % tiles.cols * TILE_N;
         int64_t mi = m - i0 < TILE_M ? m - i0 : TILE_M, nj = n - j0 < TILE_N ? n - j0 : TILE_N;
         int64_t oa, ob;
         char *dst = out + ((batch * m + i0) * n + j0) * out_item;

@@ -8,6 +8,10 @@
 
 #include "../kernel_impl.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 struct tr__mm_operand {
     struct tr_tensor *t;             /* the handle read: the argument or a compact copy */
     const char *data;                /* its element 0 */
@@ -72,6 +76,34 @@ static inline void tr__mm_batch_offsets(const struct tr_tensor *c, int nb,
         *oa += idx * a->batch[d];
         *ob += idx * b->batch[d];
     }
+}
+
+/* How a product's output is shared out: rows x cols tiles per batch,
+ * work tiles in all, handed to threads (parallel) when there are at least
+ * min_macs multiply-adds.  The split depends only on the shapes, never on
+ * the thread count, so every tile is computed the same way. */
+struct tr__mm_tiles {
+    int64_t rows, cols, work;
+    bool parallel;
+    int threads;
+};
+
+static inline struct tr__mm_tiles tr__mm_tiles_of(int64_t nbatch, int64_t m, int64_t n,
+                                                  int64_t k, int64_t tile_m, int64_t tile_n,
+                                                  double min_macs)
+{
+    struct tr__mm_tiles t;
+
+    t.rows = (m + tile_m - 1) / tile_m;
+    t.cols = (n + tile_n - 1) / tile_n;
+    t.work = nbatch * t.rows * t.cols;
+    t.parallel = t.work > 1 && (double)nbatch * (double)m * (double)n * (double)k >= min_macs;
+    t.threads = 1;
+#ifdef _OPENMP
+    if (t.parallel)
+        t.threads = omp_get_max_threads();
+#endif
+    return t;
 }
 
 /* The integer product of a and b (new handles, which it takes over) into

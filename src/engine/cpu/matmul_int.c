@@ -128,10 +128,9 @@ tr_status tr__cpu_matmul_int(const char *name, struct tr_tensor *ta, struct tr_t
     enum tr_dtype lane = lane_dtype(c->dtype, width);
     struct tr__mm_operand a, b;
     struct tr_tensor *scratch = NULL;
-    int64_t m, n, k, nbatch = 1, tiles_m, tiles_n, work;
+    int64_t m, n, k, nbatch = 1;
     char *out, *buffers;
-    bool parallel;
-    int threads = 1;
+    struct tr__mm_tiles tiles;
     tr_status s;
 
     memset(&a, 0, sizeof a);
@@ -159,25 +158,19 @@ tr_status tr__cpu_matmul_int(const char *name, struct tr_tensor *ta, struct tr_t
         tr__cpu_fill_zero(out, tr_tensor_nbytes(c));
         goto done;
     }
-    tiles_m = (m + TILE_M - 1) / TILE_M;
-    tiles_n = (n + TILE_N - 1) / TILE_N;
-    work = nbatch * tiles_m * tiles_n;
-    parallel = work > 1 && (double)nbatch * (double)m * (double)n * (double)k >= PARALLEL_MACS;
-#ifdef _OPENMP
-    threads = parallel ? omp_get_max_threads() : 1;
-#endif
+    tiles = tr__mm_tiles_of(nbatch, m, n, k, TILE_M, TILE_N, PARALLEL_MACS);
     scratch = tr__empty(name, TR_DTYPE_U8, 2,
-                        (int64_t[]){threads, (int64_t)TILE_M * TILE_N * lane_size}, TR_CPU);
+                        (int64_t[]){tiles.threads, (int64_t)TILE_M * TILE_N * lane_size}, TR_CPU);
     if (!scratch) {
         s = tr_last_status();
         goto done;
     }
     buffers = scratch->storage->data + scratch->offset;
 
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
-    for (int64_t w = 0; w < work; w++) {
-        int64_t batch = w / (tiles_m * tiles_n), tile = w % (tiles_m * tiles_n);
-        int64_t i0 = tile / tiles_n * TILE_M, j0 = tile % tiles_n * TILE_N;
+#pragma omp parallel for schedule(dynamic) num_threads(tiles.threads) if (tiles.parallel)
+    for (int64_t w = 0; w < tiles.work; w++) {
+        int64_t batch = w / (tiles.rows * tiles.cols), tile = w % (tiles.rows * tiles.cols);
+        int64_t i0 = tile / tiles.cols * TILE_M, j0 = tile % tiles.cols * TILE_N;
         int64_t mi = m - i0 < TILE_M ? m - i0 : TILE_M, nj = n - j0 < TILE_N ? n - j0 : TILE_N;
         int64_t oa, ob;
         char *dst = out + ((batch * m + i0) * n + j0) * out_item, *acc;
