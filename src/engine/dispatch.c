@@ -3,6 +3,7 @@
  * rule, then handed to its kernel.
  */
 #include "kernel_impl.h"
+#include "kernels.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,26 +23,15 @@ struct tr_value tr_value_of(const struct tr_tensor *t)
 
 /* ---------------------------------------------------------- kernel table */
 
-#define KERNEL(name, fn) tr_status fn(const struct tr__op *, const struct tr_arg *,           \
-                                      const struct tr_value *, struct tr_tensor **);
-#include "kernels.def"
-#undef KERNEL
-
-static const struct {
-    const char *name;
-    tr__kernel_fn fn;
-} kernels[] = {
-#define KERNEL(name, fn) {#name, fn},
+static const tr__kernel_fn kernels[TR_OP_COUNT] = {
+#define KERNEL(id, fn) [TR_OP_##id] = fn,
 #include "kernels.def"
 #undef KERNEL
 };
 
-tr__kernel_fn tr__kernel_for(const char *name)
+tr__kernel_fn tr__kernel_for(enum tr_op_id id)
 {
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
-        if (strcmp(kernels[i].name, name) == 0)
-            return kernels[i].fn;
-    return NULL;
+    return (unsigned)id < TR_OP_COUNT ? kernels[id] : NULL;
 }
 
 /* ---------------------------------------------------------- helpers */

@@ -15,8 +15,8 @@
 typedef tr_status (*tr__kernel_fn)(const struct tr__op *op, const struct tr_arg *args,
                                    const struct tr_value *out, struct tr_tensor **results);
 
-/* The kernel of the op called name (kernels.def), or NULL. */
-tr__kernel_fn tr__kernel_for(const char *name);
+/* The CPU kernel of op id (kernels.def), or NULL. */
+tr__kernel_fn tr__kernel_for(enum tr_op_id id);
 
 /* A new compact result tensor as out describes it, on device: the memory
  * tr_op_result_into offered when it fits, else the pool's (errors naming

@@ -40,8 +40,8 @@ struct op_row {
 };
 
 static const struct op_row rows[] = {
-#define OP(name, group, rule, results, takes, params, doc)                   \
-    {#name, #group, params, doc, TR__RULE_##rule, TR__TAKES_##takes, results},
+#define OP(id, name, group, rule, results, takes, params, doc)               \
+    [TR_OP_##id] = {#name, #group, params, doc, TR__RULE_##rule, TR__TAKES_##takes, results},
 #include "ops.def"
 #undef OP
 };
@@ -143,12 +143,13 @@ static void build(void)
 {
     for (size_t i = 0; i < NOPS; i++) {
         struct tr__op *op = &ops[i];
+        op->info.id = (enum tr_op_id)i;
         op->info.name = rows[i].name;
         op->info.group = rows[i].group;
         op->info.doc = rows[i].doc;
         op->info.nresults = rows[i].nresults;
         op->info.dtypes = takes_words[rows[i].takes];
-        op->kernel = tr__kernel_for(rows[i].name);
+        op->kernel = tr__kernel_for((enum tr_op_id)i);
         op->info.has_kernel = op->kernel != NULL;
         op->rule = rows[i].rule;
         op->takes = rows[i].takes;
@@ -166,6 +167,11 @@ const struct tr_op_info *tr_op_at(size_t index)
 {
     pthread_once(&built, build);
     return index < NOPS ? &ops[index].info : NULL;
+}
+
+const struct tr_op_info *tr_op_get(enum tr_op_id id)
+{
+    return tr_op_at((size_t)id);
 }
 
 /* The NumPy spellings people type first, where they mean the same. */

@@ -85,10 +85,20 @@ struct tr_param {
     struct tr_value default_value;
 };
 
+/* Every op, by the enum constant its row of ops.def names: past the
+ * expression parser, ops are known by id, never by name. */
+enum tr_op_id {
+#define OP(id, name, group, rule, results, takes, params, doc) TR_OP_##id,
+#include "ops.def"
+#undef OP
+    TR_OP_COUNT
+};
+
 #define TR_OP_MAX_PARAMS 6
 #define TR_OP_MAX_RESULTS 2
 
 struct tr_op_info {
+    enum tr_op_id id;
     const char *name;
     const char *group;          /* create, views, copy, unary, binary, reduce,
                                    linalg, neural, select, quantize */
@@ -101,9 +111,12 @@ struct tr_op_info {
     bool has_kernel;            /* false until its kernels exist: running it fails */
 };
 
-/* The table, in the order `tensorrun ops` lists it. */
+/* The table, in the order `tensorrun ops` lists it (index i is the op
+ * whose id is i). */
 size_t tr_op_count(void);
 const struct tr_op_info *tr_op_at(size_t index);
+/* The op of id; NULL for an id out of range. */
+const struct tr_op_info *tr_op_get(enum tr_op_id id);
 /* The op called name, or by one of its aliases (the NumPy spellings clip,
  * cat, concatenate, absolute, amax, amin), or NULL. */
 const struct tr_op_info *tr_op_find(const char *name);

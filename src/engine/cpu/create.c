@@ -11,12 +11,7 @@
 #include "../kernel_impl.h"
 #include "../philox_math.h"
 
-/* the prototypes of the kernels, as dispatch.c declares them */
-#define KERNEL(name, fn)                                                     \
-    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
-                 struct tr_tensor **);
-#include "../kernels.def"
-#undef KERNEL
+#include "../kernels.h"
 
 /* Values per unit of parallel work, and the least worth spreading. */
 #define BLOCK 4096

@@ -31,12 +31,7 @@
 
 #include "matmul_impl.h"
 
-/* the prototypes of the kernels, as dispatch.c declares them */
-#define KERNEL(name, fn)                                                     \
-    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
-                 struct tr_tensor **);
-#include "../kernels.def"
-#undef KERNEL
+#include "../kernels.h"
 
 /* An output tile: TILE_M rows by TILE_N columns.  Fixed: it decides which
  * gemm call computes each element, and so the bits.  Columns are the

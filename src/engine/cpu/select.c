@@ -19,12 +19,7 @@
 
 #include "../kernel_impl.h"
 
-/* the prototypes of the kernels, as dispatch.c declares them */
-#define KERNEL(name, fn)                                                     \
-    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
-                 struct tr_tensor **);
-#include "../kernels.def"
-#undef KERNEL
+#include "../kernels.h"
 
 /* Values read and converted at a time. */
 #define BLOCK 2048

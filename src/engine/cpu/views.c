@@ -9,12 +9,7 @@
 
 #include "../kernel_impl.h"
 
-/* the prototypes of the kernels, as dispatch.c declares them */
-#define KERNEL(name, fn)                                                     \
-    tr_status fn(const struct tr__op *, const struct tr_arg *, const struct tr_value *, \
-                 struct tr_tensor **);
-#include "../kernels.def"
-#undef KERNEL
+#include "../kernels.h"
 
 /* The tensor argument i stands for: a new handle of it, or a 0-d tensor
  * holding a number (of the dtype tr_op_infer gave it). */
