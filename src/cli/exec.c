@@ -1,14 +1,16 @@
 /*
- * exec.c - running a checked plan (tensorrun-pipeline(5), EXECUTION).
+ * exec.c - running a program (tensorrun-pipeline(5), EXECUTION).
  *
- * Inputs are loaded as views of their mappings into a run scope.  Each
- * stage opens a scope of its own; after every statement, a value nothing
- * reads any more is released at once, and an output whose values are all
- * final is written to its temporary file (then it too can go).  When the
- * stage ends, its scope keeps exactly the values still needed, the pool
- * gives its idle cache back (unless keep_cache), and the stage's line of
- * statistics is printed.  Outputs are renamed into place together once
- * every stage has succeeded.
+ * The executor knows nothing of the expression language: it runs the
+ * instructions the lowering made (program.h), one tr_op_run each, and
+ * releases every value after the instruction the liveness pass says is its
+ * last use.  Inputs are loaded as views of their mappings into a run
+ * scope; each stage opens a scope of its own and ends by keeping exactly
+ * what the liveness pass says later stages need, giving the pool's idle
+ * cache back (unless keep_cache) and printing its line of statistics.
+ * An output's file is written by its write instruction, or computed in
+ * place when the place pass gave its value that destination; the files are
+ * renamed into place together once every stage has succeeded.
  */
 #include "config.h"
 
@@ -23,28 +25,23 @@
 
 #include "cli.h"
 #include "fold.h"
-#include "interp.h"
 #include "msg.h"
 #include "print.h"
 #include "progress.h"
 
-/* The outputs that go to one destination (one file holds them all). */
-struct out_group {
-    const char *path;
-    size_t first;                /* index of its first output */
-    size_t *members;             /* indices into pipeline->outputs */
-    size_t nmembers;
+/* An output group's open file. */
+struct out_file {
     struct tio_output *file;
     bool written;
 };
 
 struct exec {
     struct plan *plan;
+    struct program *prog;
     struct pipeline *p;
     const struct run_options *o;
-    struct env env;
-    struct out_group *groups;
-    size_t ngroups;
+    struct tr_tensor **tensors;   /* each value's handle while it lives */
+    struct out_file *files;       /* one per program->groups */
     struct report report;
     struct progress *progress;
     uint64_t read_bytes, written_bytes, released_bytes, peak_bytes;
@@ -58,43 +55,6 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static bool contains(const char *const *names, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(names[i], name) == 0)
-            return true;
-    return false;
-}
-
-static bool binds(const struct statement *st, const char *name)
-{
-    for (size_t t = 0; st && t < st->ntargets; t++)
-        if (strcmp(st->targets[t], name) == 0)
-            return true;
-    return false;
-}
-
-struct find_read {
-    const char *name;
-    bool found;
-};
-
-static void match_read(const char *name, void *ctx)
-{
-    struct find_read *f = ctx;
-
-    f->found = f->found || strcmp(f->name, name) == 0;
-}
-
-static bool reads(const struct statement *st, const char *name)
-{
-    struct find_read f = {.name = name};
-
-    if (st)
-        interp_reads(st, match_read, &f);
-    return f.found;
-}
-
 /* ------------------------------------------------------------ outputs */
 
 static const char *output_key(const struct output *out)
@@ -102,83 +62,48 @@ static const char *output_key(const struct output *out)
     return out->key ? out->key : out->name;
 }
 
-/* Whether name's current value is the one its outputs write: no later
- * statement binds it again.  Stage s has run up to statement k. */
-static bool is_final(const struct exec *x, const char *name, size_t s, size_t k)
-{
-    const struct plan_value *v = plan_lookup(x->plan, name);
-    const struct stage *st;
-
-    if (!v || v->stage < 0 || (size_t)v->stage < s)
-        return true;
-    if ((size_t)v->stage > s)
-        return false;
-    st = &x->p->stages[s];
-    for (size_t j = k + 1; j < st->nstatements; j++)
-        if (binds(st->statements[j], name))
-            return false;
-    return true;
-}
-
 static int open_outputs(struct exec *x)
 {
-    struct pipeline *p = x->p;
+    const struct program *prog = x->prog;
 
-    x->groups = calloc(p->noutputs ? p->noutputs : 1, sizeof *x->groups);
-    if (!x->groups)
+    x->files = calloc(prog->ngroups ? prog->ngroups : 1, sizeof *x->files);
+    if (!x->files)
         return EXIT_OOM;
-    for (size_t o = 0; o < p->noutputs; o++) {
-        const struct output *out = &p->outputs[o];
-        struct out_group *g = NULL;
-        if (out->as_text)
-            continue; /* printed at the end */
-        for (size_t i = 0; i < x->ngroups && !g; i++)
-            if (strcmp(x->groups[i].path, out->path) == 0)
-                g = &x->groups[i];
-        if (!g) {
-            struct tio_write_options wo = {.format = out->format,
-                                           .compression = out->compression,
-                                           .threads = x->o->threads,
-                                           .fsync = x->o->fsync};
-            g = &x->groups[x->ngroups++];
-            g->path = out->path;
-            g->first = o;
-            g->members = calloc(p->noutputs, sizeof *g->members);
-            if (!g->members)
-                return EXIT_OOM;
-            g->file = tio_output_open(out->path, &wo);
-            if (!g->file) {
-                msg_error(out->path, "output '%s': %s", out->name, tr_last_error());
-                return exit_for_status(tr_last_status());
-            }
+    for (size_t g = 0; g < prog->ngroups; g++) {
+        const struct output *out = &x->p->outputs[prog->groups[g].members[0]];
+        struct tio_write_options wo = {.format = out->format,
+                                       .compression = out->compression,
+                                       .threads = x->o->threads,
+                                       .fsync = x->o->fsync};
+        x->files[g].file = tio_output_open(out->path, &wo);
+        if (!x->files[g].file) {
+            msg_error(out->path, "output '%s': %s", out->name, tr_last_error());
+            return exit_for_status(tr_last_status());
         }
-        g->members[g->nmembers++] = o;
     }
     return EXIT_OK;
 }
 
-/* Writes g's file from the current values of its outputs. */
 /* A constant output (2 + 3, x.shape) as the tensor it is written as:
  * rank 0 for a number, rank 1 for a list (fold_stored_dtype). */
-static struct tr_tensor *constant_tensor(const struct tr_arg *arg)
+static struct tr_tensor *constant_tensor(const struct tr_value *value)
 {
-    bool list = arg->value.kind == TR_VALUE_LIST;
-    size_t n = list ? arg->value.count : 1;
-    struct tr_value *items = calloc(n ? n : 1, sizeof *items);
+    bool list = value->kind == TR_VALUE_LIST;
+    size_t n = list ? value->count : 1;
+    const struct tr_value *items = list ? value->items : value;
     union { int64_t i64; double f64; uint8_t b; } *data = calloc(n ? n : 1, sizeof *data);
     struct tr_tensor *t = NULL;
     enum tr_dtype dtype;
 
-    if (!items || !data) {
+    if (!data) {
         tr_set_error(TR_ERR_OOM, "out of memory writing a constant");
-        goto done;
+        return NULL;
     }
-    for (size_t i = 0; i < n; i++)
-        items[i] = list ? arg->items[i].value : arg->value;
-    dtype = fold_stored_dtype(&arg->value, items);
+    dtype = fold_stored_dtype(value, items);
     if (dtype == TR_DTYPE_COUNT) {
         tr_set_error(TR_ERR_STATE, "this constant cannot be written as a tensor");
-        goto done;
+        free(data);
+        return NULL;
     }
     for (size_t i = 0; i < n; i++) {
         const struct tr_value *v = &items[i];
@@ -193,14 +118,14 @@ static struct tr_tensor *constant_tensor(const struct tr_arg *arg)
             ((uint8_t *)data)[i] = v->boolean;
     }
     t = tr_from_data(data, dtype, list ? 1 : 0, (int64_t[]){(int64_t)n}, TR_CPU);
-done:
-    free(items);
     free(data);
     return t;
 }
 
-static tr_status write_group(struct exec *x, struct out_group *g)
+/* Writes group g's file from its members' values (the write instruction in). */
+static tr_status write_group(struct exec *x, const struct instr *in)
 {
+    const struct output_group *g = &x->prog->groups[in->group];
     const struct output *outs = x->p->outputs;
     const char **names = calloc(g->nmembers, sizeof *names);
     const struct tr_tensor **tensors = calloc(g->nmembers, sizeof *tensors);
@@ -219,20 +144,18 @@ static tr_status write_group(struct exec *x, struct out_group *g)
             dtype = TR_DTYPE_COUNT + 1;
     for (size_t i = 0; i < g->nmembers && s == TR_OK; i++) {
         const struct output *out = &outs[g->members[i]];
-        const struct binding *b = env_find(&x->env, out->name);
+        uint32_t id = in->wargs[i];
         names[i] = g->nmembers > 1 || out->format == TIO_FORMAT_SAFETENSORS ? output_key(out) : NULL;
-        tensors[i] = b ? b->arg.tensor : NULL;
-        if (b && !tensors[i]) {
-            casts[i] = constant_tensor(&b->arg);
+        tensors[i] = x->tensors[id];
+        if (!tensors[i]) {
+            casts[i] = constant_tensor(&x->prog->values[id].meta);
             tensors[i] = casts[i];
             if (!casts[i]) {
                 s = tr_last_status();
                 break;
             }
         }
-        if (!tensors[i]) {
-            s = tr_set_error(TR_ERR_STATE, "output '%s' has no tensor to write", out->name);
-        } else if (dtype == TR_DTYPE_COUNT + 1 && out->dtype != TR_DTYPE_COUNT) {
+        if (dtype == TR_DTYPE_COUNT + 1 && out->dtype != TR_DTYPE_COUNT) {
             struct tr_tensor *cast = tr_cast(tensors[i], out->dtype);
             tr_release(casts[i]);
             casts[i] = cast;
@@ -242,11 +165,11 @@ static tr_status write_group(struct exec *x, struct out_group *g)
         }
     }
     if (s == TR_OK)
-        s = tio_output_write(g->file, g->nmembers, names, tensors,
+        s = tio_output_write(x->files[in->group].file, g->nmembers, names, tensors,
                              dtype == TR_DTYPE_COUNT + 1 ? TR_DTYPE_COUNT : dtype, NULL);
     if (s == TR_OK) {
-        g->written = true;
-        x->written_bytes += tio_output_bytes(g->file);
+        x->files[in->group].written = true;
+        x->written_bytes += tio_output_bytes(x->files[in->group].file);
     }
 done:
     for (size_t i = 0; casts && i < g->nmembers; i++)
@@ -257,42 +180,17 @@ done:
     return s;
 }
 
-/* Writes every output whose values are all final.  Stage s has run up to
- * statement k (s = 0, k = -1 before anything runs: inputs only). */
-static int write_final_outputs(struct exec *x, size_t s, ptrdiff_t k, bool before)
-{
-    for (size_t i = 0; i < x->ngroups; i++) {
-        struct out_group *g = &x->groups[i];
-        bool ready = !g->written;
-        for (size_t m = 0; m < g->nmembers && ready; m++) {
-            const char *name = x->p->outputs[g->members[m]].name;
-            const struct plan_value *v = plan_lookup(x->plan, name);
-            ready = before ? v && v->stage < 0 : is_final(x, name, s, (size_t)k) &&
-                                                     env_find(&x->env, name);
-        }
-        if (ready && write_group(x, g) != TR_OK) {
-            if (check_inputs_unchanged() != EXIT_OK)
-                return EXIT_IO;
-            if (strcmp(g->path, "-") == 0)
-                exit_if_stdout_closed();
-            msg_error(g->path, "%s", tr_last_error());
-            return exit_for_status(tr_last_status());
-        }
-    }
-    return EXIT_OK;
-}
-
 static int commit_outputs(struct exec *x)
 {
     /* the last chance to find an input that changed under the run */
     if (check_inputs_unchanged() != EXIT_OK)
         return EXIT_IO;
     hold_interrupts();
-    for (size_t i = 0; i < x->ngroups; i++) {
-        if (tio_output_commit(x->groups[i].file) != TR_OK) {
-            if (strcmp(x->groups[i].path, "-") == 0)
+    for (size_t i = 0; i < x->prog->ngroups; i++) {
+        if (tio_output_commit(x->files[i].file) != TR_OK) {
+            if (strcmp(x->prog->groups[i].path, "-") == 0)
                 exit_if_stdout_closed();
-            msg_error(x->groups[i].path, "%s", tr_last_error());
+            msg_error(x->prog->groups[i].path, "%s", tr_last_error());
             return exit_for_status(tr_last_status());
         }
     }
@@ -301,148 +199,10 @@ static int commit_outputs(struct exec *x)
 
 static void close_outputs(struct exec *x)
 {
-    for (size_t i = 0; i < x->ngroups; i++) {
-        tio_output_close(x->groups[i].file);
-        free(x->groups[i].members);
+    for (size_t i = 0; i < x->prog->ngroups; i++) {
+        tio_output_close(x->files[i].file);
     }
-    free(x->groups);
-}
-
-/* ------------------------------------------------------------ liveness */
-
-/* Whether an output still to be written needs name's current value. */
-static bool awaited_by_output(const struct exec *x, const char *name, size_t s, size_t k)
-{
-    for (size_t o = 0; o < x->p->noutputs; o++)
-        if (x->p->outputs[o].as_text && strcmp(x->p->outputs[o].name, name) == 0 &&
-            is_final(x, name, s, k))
-            return true;
-    for (size_t i = 0; i < x->ngroups; i++) {
-        const struct out_group *g = &x->groups[i];
-        for (size_t m = 0; m < g->nmembers && !g->written; m++)
-            if (strcmp(x->p->outputs[g->members[m]].name, name) == 0 && is_final(x, name, s, k))
-                return true;
-    }
-    return false;
-}
-
-/* Whether something other than an output reads name's value as statement
- * k of stage s leaves it: a later statement, the stage's keep, or a later
- * stage. */
-static bool read_later(const struct exec *x, const char *name, size_t s, size_t k)
-{
-    const struct stage *st = &x->p->stages[s];
-
-    for (size_t j = k + 1; j < st->nstatements; j++) {
-        if (reads(st->statements[j], name))
-            return true;
-        if (binds(st->statements[j], name))
-            return false;
-    }
-    for (size_t i = 0; i < st->nkeep; i++)
-        if (strcmp(st->keep[i].name, name) == 0)
-            return true;
-    for (size_t t = s + 1; t < x->plan->nstages; t++) {
-        const struct plan_stage *later = &x->plan->stages[t];
-        if (contains(later->reads, later->nreads, name))
-            return true;
-        for (size_t j = 0; j < later->stage->nstatements; j++)
-            if (binds(later->stage->statements[j], name))
-                return false;
-    }
-    return false;
-}
-
-/* Whether name's current value is read after statement k of stage s (k =
- * the stage's last statement at its end), kept by stage s, or awaited by an
- * output. */
-static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
-{
-    return read_later(x, name, s, k) || awaited_by_output(x, name, s, k);
-}
-
-static int reserve_output(void *ctx)
-{
-    return tio_output_reserve(ctx);
-}
-
-static int store_output(void *ctx, uint64_t offset, const void *src, size_t n)
-{
-    return tio_output_store(ctx, offset, src, n);
-}
-
-/*
- * The mapping of the output file that statement k of stage s can compute
- * its value straight into, in *dest, or false: its one target goes only
- * to a file of its own, .npy or raw, uncompressed, in its own dtype, and
- * nothing else reads it.  Such a value never takes pool memory, nor is it
- * copied to be written.
- */
-static bool output_mapping(struct exec *x, size_t s, size_t k, struct tr_result_dest *dest)
-{
-    const struct statement *st = x->p->stages[s].statements[k];
-    const char *name = st->ntargets == 1 ? st->targets[0] : NULL;
-    const struct plan_value *v = name ? plan_lookup(x->plan, name) : NULL;
-
-    memset(dest, 0, sizeof *dest);
-    if (!v || v->meta.kind != TR_VALUE_TENSOR || v->meta.device.kind != TR_DEV_CPU ||
-        !is_final(x, name, s, k) || read_later(x, name, s, k))
-        return false;
-    for (size_t i = 0; i < x->ngroups; i++) {
-        struct out_group *g = &x->groups[i];
-        const struct output *out = &x->p->outputs[g->members[0]];
-        if (g->nmembers == 1 && !g->written && strcmp(out->name, name) == 0 &&
-            (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype)) {
-            dest->tensor = tio_output_map(g->file, v->meta.dtype, v->meta.ndim, v->meta.shape);
-            dest->reserve = reserve_output;
-            dest->store = store_output;
-            dest->ctx = g->file;
-            return dest->tensor != NULL;
-        }
-    }
-    return false;
-}
-
-/* Releases every tensor nothing needs any more. */
-static void release_dead(struct exec *x, size_t s, size_t k)
-{
-    for (size_t i = 0; i < x->env.count;) {
-        const struct binding *b = &x->env.items[i];
-        if (arg_tensors(&b->arg, NULL) && !needed(x, b->name, s, k))
-            env_unbind(&x->env, b->name); /* moves the last binding here */
-        else
-            i++;
-    }
-}
-
-/* ------------------------------------------------------------ inputs */
-
-static int load_inputs(struct exec *x)
-{
-    for (size_t i = 0; i < x->plan->ninputs; i++) {
-        struct plan_input *pi = &x->plan->inputs[i];
-        const struct input *in = pi->input;
-        struct tr_arg arg;
-
-        memset(&arg, 0, sizeof arg);
-        arg.tensor = tio_file_load(pi->file, pi->index);
-        if (check_inputs_unchanged() != EXIT_OK) {
-            tr_release(arg.tensor);
-            return EXIT_IO;
-        }
-        if (!arg.tensor) {
-            msg_error(in->path, "input '%s': %s", in->name, tr_last_error());
-            return exit_for_status(tr_last_status());
-        }
-        x->read_bytes += tio_file_entry(pi->file, pi->index)->nbytes;
-        /* the tensor keeps what it needs of the file (its mapping) */
-        tio_close(pi->file);
-        pi->file = NULL;
-        arg.value = tr_value_of(arg.tensor);
-        if (!env_bind(&x->env, in->name, &arg, -1))
-            return EXIT_OOM;
-    }
-    return EXIT_OK;
+    free(x->files);
 }
 
 /* The argument for a constant: a list's items as arguments too (the
@@ -475,66 +235,298 @@ static void free_constant_arg(struct tr_arg *arg)
     free((void *)arg->items);
 }
 
-static int bind_params(struct exec *x)
+/* ------------------------------------------------------------ arguments */
+
+/* An operand as the engine takes it: a constant (lists item by item), a
+ * value's tensor, or a list of such arguments; free with free_arg. */
+static bool operand_arg(const struct exec *x, const struct operand *o, struct tr_arg *arg)
 {
-    for (size_t i = 0; i < x->p->nparams; i++) {
-        const struct plan_value *v = NULL;
-        struct tr_arg arg;
-        for (size_t k = 0; k < x->plan->nvalues && !v; k++)
-            if (x->plan->values[k].param && strcmp(x->plan->values[k].name, x->p->params[i].name) == 0)
-                v = &x->plan->values[k];
-        if (!v)
-            continue;
-        if (!constant_arg(&v->meta, &arg) || !env_bind(&x->env, v->name, &arg, -1)) {
-            free_constant_arg(&arg);
-            return EXIT_OOM;
+    struct tr_arg *items;
+
+    memset(arg, 0, sizeof *arg);
+    switch (o->kind) {
+    case OPERAND_VALUE: {
+        const struct value *v = &x->prog->values[o->value];
+        struct tr_tensor *t = x->tensors[o->value];
+        if (!t) {
+            arg->value = v->meta; /* a builtin's number */
+            return true;
         }
-        free_constant_arg(&arg);
+        arg->tensor = t;
+        arg->value = tr_value_of(t);
+        arg->value.weak = v->meta.weak;
+        return true;
+    }
+    case OPERAND_LIST:
+        arg->value = o->meta;
+        items = calloc(o->count ? o->count : 1, sizeof *items);
+        arg->items = items;
+        arg->value.count = 0;
+        if (!items)
+            return false;
+        for (size_t i = 0; i < o->count; i++) {
+            if (!operand_arg(x, &o->items[i], &items[i]))
+                return false;
+            arg->value.count = i + 1;
+        }
+        return true;
+    default:
+        return constant_arg(&o->meta, arg);
+    }
+}
+
+static void free_arg(struct tr_arg *arg)
+{
+    for (size_t i = 0; arg->items && i < arg->value.count; i++)
+        free_arg((struct tr_arg *)&arg->items[i]);
+    free((void *)arg->items);
+}
+
+/* Whether instruction in reads value more than once. */
+static bool read_twice(const struct instr *in, uint32_t value)
+{
+    int n = 0;
+
+    for (int i = 0; i < in->nargs; i++)
+        n += in->args[i].kind == OPERAND_VALUE && in->args[i].value == value;
+    return n > 1;
+}
+
+/* ------------------------------------------------------------ instructions */
+
+static int reserve_output(void *ctx)
+{
+    return tio_output_reserve(ctx);
+}
+
+static int store_output(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    return tio_output_store(ctx, offset, src, n);
+}
+
+/* The result checked against what the lowering typed: a mismatch is a bug
+ * of tensorrun's, not of the pipeline. */
+static tr_status check_result(const struct value *v, const struct tr_tensor *t)
+{
+    const int64_t *shape = tr_tensor_shape(t);
+    bool same = tr_tensor_dtype(t) == v->meta.dtype && tr_tensor_ndim(t) == v->meta.ndim;
+
+    for (int d = 0; same && d < v->meta.ndim; d++)
+        same = shape[d] == v->meta.shape[d];
+    if (same)
+        return TR_OK;
+    return tr_set_error(TR_ERR_STATE, "internal error: a result is not what validate typed it as");
+}
+
+static tr_status run_op(struct exec *x, size_t at)
+{
+    const struct instr *in = &x->prog->instrs[at];
+    struct tr_arg args[TR_OP_MAX_PARAMS];
+    struct tr_tensor *out[TR_OP_MAX_RESULTS] = {NULL};
+    struct tr_result_dest dest;
+    tr_status s = TR_OK;
+    int n = 0;
+
+    memset(&dest, 0, sizeof dest);
+    for (; n < in->nargs && s == TR_OK; n++) {
+        const struct operand *o = &in->args[n];
+        if (!operand_arg(x, o, &args[n]))
+            s = tr_set_error(TR_ERR_OOM, "out of memory passing %s its arguments", in->op->name);
+        /* a value that dies here may take the result (x * 2 + 1 needs one buffer) */
+        args[n].consumable = o->kind == OPERAND_VALUE && args[n].tensor &&
+                             x->prog->values[o->value].last_use == at &&
+                             x->prog->values[o->value].origin == ORIGIN_RESULT &&
+                             !read_twice(in, o->value);
+    }
+    if (s == TR_OK && in->dest_group >= 0) {
+        const struct value *v = &x->prog->values[in->results[0]];
+        dest.tensor = tio_output_map(x->files[in->dest_group].file, v->meta.dtype, v->meta.ndim,
+                                     v->meta.shape);
+        dest.reserve = reserve_output;
+        dest.store = store_output;
+        dest.ctx = x->files[in->dest_group].file;
+    }
+    if (s == TR_OK) {
+        tr_op_result_into(dest.tensor ? &dest : NULL);
+        s = tr_op_run(in->op, args, out);
+        tr_op_result_into(NULL);
+    }
+    tr_release(dest.tensor);
+    for (int i = 0; i < n; i++)
+        free_arg(&args[i]);
+    for (int r = 0; s == TR_OK && r < in->nresults; r++)
+        s = check_result(&x->prog->values[in->results[r]], out[r]);
+    for (int r = 0; r < in->nresults; r++) {
+        if (s == TR_OK)
+            x->tensors[in->results[r]] = out[r];
+        else
+            tr_release(out[r]);
+    }
+    return s;
+}
+
+/* A subscript's integer, or TR_SLICE_NONE for None. */
+static int64_t subscript_int(const struct exec *x, const struct operand *o)
+{
+    const struct tr_value *v = o->kind == OPERAND_VALUE ? &x->prog->values[o->value].meta : &o->meta;
+
+    return v->kind == TR_VALUE_INT ? v->integer : TR_SLICE_NONE;
+}
+
+/* base[subscripts]: NumPy basic indexing, made of views one dimension at a
+ * time (d is the dimension of the view so far that the next subscript
+ * applies to). */
+static tr_status run_index(struct exec *x, size_t at)
+{
+    const struct instr *in = &x->prog->instrs[at];
+    struct tr_tensor *base = x->tensors[in->args[0].value], *t, *next;
+    int consumed = 0, d = 0, ndim = tr_tensor_ndim(base);
+
+    for (size_t i = 0; i < in->nsubs; i++)
+        consumed += in->subs[i].kind == SUB_INDEX || in->subs[i].kind == SUB_SLICE;
+    t = tr_expand(base, tr_tensor_shape(base), ndim); /* our own handle */
+    for (size_t i = 0; t && i < in->nsubs; i++) {
+        const struct subscript *sub = &in->subs[i];
+        int64_t step;
+        switch (sub->kind) {
+        case SUB_ELLIPSIS:
+            d += ndim - consumed;
+            continue;
+        case SUB_NEWAXIS: {
+            int64_t shape[TR_MAX_DIMS];
+            int n = tr_tensor_ndim(t);
+            memcpy(shape, tr_tensor_shape(t), (size_t)d * sizeof *shape);
+            shape[d] = 1;
+            memcpy(shape + d + 1, tr_tensor_shape(t) + d, (size_t)(n - d) * sizeof *shape);
+            next = tr_reshape_view(t, shape, n + 1);
+            d++;
+            break;
+        }
+        case SUB_SLICE:
+            step = subscript_int(x, &sub->part[2]);
+            next = tr_slice(t, d, subscript_int(x, &sub->part[0]), subscript_int(x, &sub->part[1]),
+                            step == TR_SLICE_NONE ? 1 : step);
+            d++;
+            break;
+        default:
+            next = tr_select(t, d, subscript_int(x, &sub->part[0]));
+            break;
+        }
+        tr_release(t);
+        t = next;
+    }
+    if (!t)
+        return tr_last_status();
+    if (check_result(&x->prog->values[in->results[0]], t) != TR_OK) {
+        tr_release(t);
+        return tr_last_status();
+    }
+    x->tensors[in->results[0]] = t;
+    return TR_OK;
+}
+
+static void release_dead(struct exec *x, const struct instr *in)
+{
+    for (size_t i = 0; i < in->ndies; i++) {
+        tr_release(x->tensors[in->dies[i]]);
+        x->tensors[in->dies[i]] = NULL;
+    }
+}
+
+static int write_failed(struct exec *x, const struct instr *in)
+{
+    const char *path = x->prog->groups[in->group].path;
+
+    if (check_inputs_unchanged() != EXIT_OK)
+        return EXIT_IO;
+    if (strcmp(path, "-") == 0)
+        exit_if_stdout_closed();
+    msg_error(path, "%s", tr_last_error());
+    return exit_for_status(tr_last_status());
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static int load_inputs(struct exec *x)
+{
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        const struct value *pv = &x->prog->values[v];
+        struct plan_input *pi;
+        if (pv->origin != ORIGIN_INPUT)
+            continue;
+        pi = &x->plan->inputs[pv->input];
+        x->tensors[v] = tio_file_load(pi->file, pi->index);
+        if (check_inputs_unchanged() != EXIT_OK)
+            return EXIT_IO;
+        if (!x->tensors[v]) {
+            msg_error(pi->input->path, "input '%s': %s", pi->input->name, tr_last_error());
+            return exit_for_status(tr_last_status());
+        }
+        x->read_bytes += tio_file_entry(pi->file, pi->index)->nbytes;
+        /* the tensor keeps what it needs of the file (its mapping) */
+        tio_close(pi->file);
+        pi->file = NULL;
+        if (pv->last_use == LIVE_UNUSED) {
+            tr_release(x->tensors[v]);
+            x->tensors[v] = NULL;
+        }
     }
     return EXIT_OK;
 }
 
 /* ------------------------------------------------------------ stages */
 
-static int refuse_unrunnable(const struct exec *x)
-{
-    for (size_t s = 0; s < x->plan->nstages; s++) {
-        const struct plan_stage *ps = &x->plan->stages[s];
-        char dev[TR_DEVICE_NAME_MAX];
-        if (ps->stage->has_foreach) {
-            msg_error(NULL, "stage '%s': foreach (chunked stages) is checked by this version "
-                            "but does not run yet", ps->stage->name);
-            msg_hint("run the stage without foreach; chunked execution comes in a later release");
-            return EXIT_RUNTIME;
-        }
-        if (ps->device.kind != TR_DEV_CPU) {
-            tr_device_format(ps->device, dev, sizeof dev);
-            if (!tr_device_available(ps->device))
-                msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
-                          ps->stage->name, dev, tr_cuda_unavailable_reason());
-            else
-                msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
-                                "no CUDA kernels yet", ps->stage->name, dev);
-            msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
-                     "the stage");
-            return EXIT_RUNTIME;
-        }
-    }
-    return EXIT_OK;
-}
-
-static void stage_failed(const struct exec *x, const struct stage *st, const struct expr *at)
+static void stage_failed(const struct exec *x, const struct stage *st, const struct instr *in)
 {
     char place[64 + 4096];
 
     msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
-    snprintf(place, sizeof place, "%s:%d:%d", x->p->path, at->line, at->col);
+    snprintf(place, sizeof place, "%s:%d:%d", x->p->path, in->line, in->col);
     msg_note(place, "in this statement of stage '%s'", st->name);
+}
+
+/* Runs instruction at; an error is reported and its exit status returned. */
+static int run_instr(struct exec *x, const struct stage *st, size_t at)
+{
+    const struct instr *in = &x->prog->instrs[at];
+    tr_status ran = TR_OK;
+    int status;
+
+    if (in->kind == INSTR_WRITE) {
+        if (write_group(x, in) != TR_OK)
+            return write_failed(x, in);
+        release_dead(x, in);
+        return EXIT_OK;
+    }
+    ran = in->kind == INSTR_INDEX ? run_index(x, at) : run_op(x, at);
+    /* an input that changed under the instruction makes its result (or
+     * its failure) meaningless */
+    status = check_inputs_unchanged();
+    if (status != EXIT_OK)
+        return status;
+    if (ran != TR_OK) {
+        status = exit_for_status(tr_last_status());
+        stage_failed(x, st, in);
+        return status;
+    }
+    release_dead(x, in);
+    return EXIT_OK;
+}
+
+static void note_statement(const struct exec *x, const struct stage *st, int k, double t0)
+{
+    const struct statement *s = st->statements[k];
+    char place[4200], t[32];
+
+    snprintf(place, sizeof place, "%s:%d:%d", x->p->path, s->line, s->col);
+    msg_note(place, "stage '%s', statement %d: %s", st->name, k + 1,
+             report_format_time(now_ms() - t0, t, sizeof t));
 }
 
 static int run_stage(struct exec *x, size_t s)
 {
     const struct plan_stage *ps = &x->plan->stages[s];
+    const struct program_stage *pst = &x->prog->stages[s];
     const struct stage *st = ps->stage;
     struct tr_memory_stats before, after;
     struct stage_report r;
@@ -542,7 +534,7 @@ static int run_stage(struct exec *x, size_t s)
     struct tr_tensor **keep;
     const char **kept;
     size_t nkeep = 0;
-    double start = now_ms();
+    double start = now_ms(), t0 = start;
     int status = EXIT_OK;
 
     memset(&r, 0, sizeof r);
@@ -554,49 +546,29 @@ static int run_stage(struct exec *x, size_t s)
         msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
         return exit_for_status(tr_last_status());
     }
-    for (size_t k = 0; k < st->nstatements && status == EXIT_OK; k++) {
-        const struct expr *at = NULL;
-        double t0 = now_ms();
-        struct tr_result_dest into;
-        bool mapped = output_mapping(x, s, k, &into);
-        tr_status ran;
-
-        ran = interp_statement(&x->env, st->statements[k], (int)s, mapped ? &into : NULL, &at);
-        tr_release(into.tensor);
-        /* an input that changed under the statement makes its result (or
-         * its failure) meaningless */
-        status = check_inputs_unchanged();
+    for (size_t i = pst->first; i < pst->first + pst->count && status == EXIT_OK; i++) {
+        int k = x->prog->instrs[i].statement;
+        status = run_instr(x, st, i);
         if (status != EXIT_OK)
             break;
-        if (ran != TR_OK) {
-            status = exit_for_status(tr_last_status());
-            stage_failed(x, st, at);
-            break;
+        if (i + 1 == pst->first + pst->count || x->prog->instrs[i + 1].statement != k) {
+            if (x->o->verbosity > 0)
+                note_statement(x, st, k, t0);
+            progress_step(x->progress, (size_t)k + 1);
+            t0 = now_ms();
         }
-        if (x->o->verbosity > 0) {
-            char place[4200], t[32];
-            snprintf(place, sizeof place, "%s:%d:%d", x->p->path, st->statements[k]->line,
-                     st->statements[k]->col);
-            msg_note(place, "stage '%s', statement %zu: %s", st->name, k + 1,
-                     report_format_time(now_ms() - t0, t, sizeof t));
-        }
-        status = write_final_outputs(x, s, (ptrdiff_t)k, false);
-        release_dead(x, s, k);
-        progress_step(x->progress, k + 1);
     }
-    /* what the stage's scope still holds is needed: it moves to the run */
-    for (size_t i = 0; i < x->env.count; i++)
-        nkeep += arg_tensors(&x->env.items[i].arg, NULL);
-    keep = calloc(nkeep + 1, sizeof *keep);
-    kept = calloc(x->env.count + 1, sizeof *kept);
-    nkeep = 0;
-    for (size_t i = 0; keep && kept && i < x->env.count; i++) {
-        const struct binding *b = &x->env.items[i];
-        size_t n = arg_tensors(&b->arg, keep + nkeep);
-        if (b->stage == (int)s)
-            nkeep += n;
-        if (n && b->stage >= 0)
-            kept[r.nkept++] = b->name;
+    /* what the stage made and later stages need moves to the run's scope */
+    keep = calloc(pst->nkeeps + 1, sizeof *keep);
+    kept = calloc(pst->nkeeps + 1, sizeof *kept);
+    for (size_t i = 0; keep && kept && i < pst->nkeeps; i++) {
+        const struct value *v = &x->prog->values[pst->keeps[i]];
+        if (!x->tensors[pst->keeps[i]])
+            continue;
+        if (v->stage == (int)s)
+            keep[nkeep++] = x->tensors[pst->keeps[i]];
+        if (v->origin != ORIGIN_INPUT && v->name)
+            kept[r.nkept++] = v->name;
     }
     if (!keep || !kept) {
         status = EXIT_OOM;
@@ -605,6 +577,16 @@ static int run_stage(struct exec *x, size_t s)
     if (tr_scope_end(scope, keep, nkeep) != TR_OK && status == EXIT_OK) {
         msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
         status = EXIT_RUNTIME;
+    }
+    /* the scope released what it did not keep */
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        bool kept_here = false;
+        if (x->prog->values[v].stage != (int)s || !x->tensors[v])
+            continue;
+        for (size_t i = 0; i < nkeep && !kept_here; i++)
+            kept_here = keep[i] == x->tensors[v];
+        if (!kept_here)
+            x->tensors[v] = NULL;
     }
     free(keep);
     progress_done(x->progress);
@@ -634,17 +616,51 @@ static int run_stage(struct exec *x, size_t s)
 
 /* ------------------------------------------------------------ the run */
 
-static int print_value(struct exec *x, const char *name, FILE *out)
+static int print_value(struct exec *x, uint32_t id, FILE *out)
 {
-    const struct binding *b = env_find(&x->env, name);
+    struct tr_arg arg;
 
-    if (!b) {
-        msg_error(NULL, "'%s' has no value to print", name);
-        return EXIT_RUNTIME;
-    }
     if (check_inputs_unchanged() != EXIT_OK)
         return EXIT_IO;
-    print_arg(&b->arg, out);
+    memset(&arg, 0, sizeof arg);
+    if (x->tensors[id]) {
+        arg.tensor = x->tensors[id];
+        arg.value = tr_value_of(arg.tensor);
+    } else if (!constant_arg(&x->prog->values[id].meta, &arg)) {
+        free_constant_arg(&arg);
+        msg_error(NULL, "out of memory");
+        return EXIT_OOM;
+    }
+    print_arg(&arg, out);
+    if (!arg.tensor)
+        free_constant_arg(&arg);
+    return EXIT_OK;
+}
+
+static int refuse_unrunnable(const struct exec *x)
+{
+    for (size_t s = 0; s < x->plan->nstages; s++) {
+        const struct plan_stage *ps = &x->plan->stages[s];
+        char dev[TR_DEVICE_NAME_MAX];
+        if (ps->stage->has_foreach) {
+            msg_error(NULL, "stage '%s': foreach (chunked stages) is checked by this version "
+                            "but does not run yet", ps->stage->name);
+            msg_hint("run the stage without foreach; chunked execution comes in a later release");
+            return EXIT_RUNTIME;
+        }
+        if (ps->device.kind != TR_DEV_CPU) {
+            tr_device_format(ps->device, dev, sizeof dev);
+            if (!tr_device_available(ps->device))
+                msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
+                          ps->stage->name, dev, tr_cuda_unavailable_reason());
+            else
+                msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
+                                "no CUDA kernels yet", ps->stage->name, dev);
+            msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
+                     "the stage");
+            return EXIT_RUNTIME;
+        }
+    }
     return EXIT_OK;
 }
 
@@ -691,44 +707,52 @@ int exec_run(struct plan *plan, const struct run_options *o)
 
     memset(&x, 0, sizeof x);
     x.plan = plan;
+    x.prog = plan->program;
     x.p = plan->pipeline;
     x.o = o;
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;
+    x.tensors = calloc(x.prog->nvalues ? x.prog->nvalues : 1, sizeof *x.tensors);
+    if (!x.tensors) {
+        msg_error(NULL, "out of memory");
+        return EXIT_OOM;
+    }
 #ifdef _OPENMP
     if (o->threads > 0)
         omp_set_num_threads(o->threads);
 #endif
     if (tr_memory_set_limit(TR_CPU, o->memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
+        free(x.tensors);
         return EXIT_RUNTIME;
     }
     report_init(&x.report, o->stats_out, o->stats, name_width(plan));
     run_scope = tr_scope_begin();
     if (!run_scope) {
         msg_error(NULL, "%s", tr_last_error());
+        free(x.tensors);
         return EXIT_OOM;
     }
     status = open_outputs(&x);
     if (status == EXIT_OK)
-        status = bind_params(&x);
-    if (status == EXIT_OK)
         status = load_inputs(&x);
-    if (status == EXIT_OK)
-        status = write_final_outputs(&x, 0, -1, true);
+    for (size_t i = 0; i < x.prog->nprologue && status == EXIT_OK; i++)
+        status = run_instr(&x, NULL, i);
     if (status == EXIT_OK)
         x.progress = progress_start(o->progress, stderr);
     for (size_t s = 0; s < plan->nstages && status == EXIT_OK; s++)
         status = run_stage(&x, s);
     progress_stop(x.progress);
-    if (status == EXIT_OK && o->print_name)
-        status = print_value(&x, o->print_name, o->print_out);
+    if (status == EXIT_OK && o->print_name) {
+        const struct plan_value *v = plan_lookup(plan, o->print_name);
+        status = v ? print_value(&x, v->value, o->print_out) : EXIT_RUNTIME;
+    }
     for (size_t i = 0; i < x.p->noutputs && status == EXIT_OK; i++)
         if (x.p->outputs[i].as_text)
-            status = print_value(&x, x.p->outputs[i].name, stdout);
-    env_free(&x.env);
+            status = print_value(&x, x.prog->outputs[i], stdout);
     tr_scope_end(run_scope, NULL, 0);
+    free(x.tensors);
     if (status == EXIT_OK)
         status = commit_outputs(&x);
     close_outputs(&x);

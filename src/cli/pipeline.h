@@ -87,6 +87,7 @@ struct pipeline {
     struct tr_device force_device;
     uint64_t memory_limit;         /* --memory-limit in bytes; 0: none */
     int threads;                   /* --threads; 0: every online core */
+    const char *print_name;        /* eval's value printed at the end, or NULL */
     struct param *params;
     size_t nparams;
     struct input *inputs;

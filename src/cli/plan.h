@@ -13,6 +13,7 @@
 
 #include "diag.h"
 #include "pipeline.h"
+#include "program.h"
 #include "tensorrun_ops.h"
 
 /* One binding of a name: an input, a param, or a statement's target. */
@@ -27,6 +28,7 @@ struct plan_value {
     bool poisoned;         /* its statement had an error: uses report nothing more */
     bool depends_on_block; /* inside a foreach stage: computed from the block */
     uint64_t bytes;        /* pool block bytes it holds (0 for views and inputs) */
+    uint32_t value;        /* the program's value it names (VALUE_NONE when poisoned) */
 };
 
 struct plan_input {
@@ -43,8 +45,6 @@ struct plan_stage {
     size_t first_value, nvalues;   /* the bindings its statements made */
     const char **live;             /* names that outlive it (kept and needed later) */
     size_t nlive;
-    const char **reads;            /* names it reads that earlier stages bound */
-    size_t nreads;
     uint64_t live_bytes;           /* what the live values hold after it */
     uint64_t peak_bytes;           /* the most it holds at once */
     int64_t foreach_blocks;        /* 0 unless a foreach stage */
@@ -61,6 +61,7 @@ struct plan {
     uint64_t peak_bytes;           /* over all stages */
     uint64_t mapped_bytes;
     struct plan_arena *arena;      /* lists and strings the values point into */
+    struct program *program;       /* what runs (when there are no errors) */
 };
 
 /* Checks p through and through; every error goes to diags.  Returns the
@@ -71,15 +72,16 @@ struct plan {
 struct plan *plan_build(struct pipeline *p, struct diag_list *diags, bool for_run);
 void plan_free(struct plan *plan);
 
-/* The plan as `tensorrun validate` prints it. */
-void plan_print(const struct plan *plan, FILE *out);
+/* For the lowering (lower.c): a new binding of name; the latest binding
+ * of name among the first n; the hint for a name nothing binds; the pool
+ * bytes a tensor of v's description takes; v described in words. */
+struct plan_value *plan_bind(struct plan *plan, const char *name, int stage, int line, int col);
+struct plan_value *plan_find(const struct plan *plan, const char *name, size_t n);
+const char *plan_unbound_hint(const struct plan *plan, const char *name, char *hint,
+                              size_t size);
+uint64_t plan_tensor_bytes(const struct tr_value *v);
+char *plan_describe(const struct tr_value *v, char *buf, size_t size);
 
-/* Binds a call's arguments to op's parameters: from[i] is the index of the
- * argument for params[i], or -1 when it takes its default.  Reports wrong
- * counts, unknown or repeated keywords and missing arguments to d (NULL:
- * report nothing) and returns false on any. */
-bool plan_bind_call(const struct expr *call, const struct tr_op_info *op, int *from,
-                    struct diag_list *d);
 /* The final binding of name, or NULL. */
 const struct plan_value *plan_lookup(const struct plan *plan, const char *name);
 

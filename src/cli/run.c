@@ -16,11 +16,12 @@
 #include "cli.h"
 #include "msg.h"
 #include "plan.h"
+#include "program_print.h"
 #include "tensorrun_io.h"
 
 enum {
     OPT_DEVICE = 256, OPT_FORCE_DEVICE, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS,
-    OPT_STATS_FILE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT
+    OPT_STATS_FILE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT, OPT_JSON
 };
 
 static const struct option options[] = {
@@ -38,6 +39,7 @@ static const struct option options[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"fsync", no_argument, NULL, OPT_FSYNC},
     {"dry-run", no_argument, NULL, 'n'},
+    {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"print", no_argument, NULL, OPT_PRINT},
@@ -63,7 +65,8 @@ static const char run_options_help[] =
     "      --progress, --no-progress\n"
     "                           a progress line on stderr (default: on a terminal)\n"
     "      --fsync              flush outputs and their directories to disk\n"
-    "  -n, --dry-run            check and print the plan; compute and write nothing\n"
+    "  -n, --dry-run            check and print the program; compute and write nothing\n"
+    "      --json               with --dry-run: the program as JSON\n"
     "  -q, --quiet              no statistics, no progress\n"
     "  -v, --verbose            the time of every statement too\n";
 
@@ -75,7 +78,8 @@ static const char validate_options_help[] =
     "      --device DEV         default device for stages that name none\n"
     "      --force-device DEV   every stage on DEV (cpu, cuda or cuda:N)\n"
     "      --threads N          CPU threads the run would use\n"
-    "      --memory-limit SIZE  the run's cap on pool memory (512M, 2G, 1.5GiB)\n";
+    "      --memory-limit SIZE  the run's cap on pool memory (512M, 2G, 1.5GiB)\n"
+    "      --json               the program as JSON\n";
 
 static void print_help(enum run_command command)
 {
@@ -169,7 +173,7 @@ static void check_memory_limit(const char *text, uint64_t limit)
 static bool validate_takes(int c)
 {
     return c == 'D' || c == 'i' || c == 'o' || c == OPT_DEVICE || c == OPT_FORCE_DEVICE ||
-           c == OPT_THREADS || c == OPT_MEMORY_LIMIT;
+           c == OPT_THREADS || c == OPT_MEMORY_LIMIT || c == OPT_JSON;
 }
 
 static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
@@ -236,6 +240,9 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
         return EXIT_OK;
     case 'n':
         a->dry_run = true;
+        return EXIT_OK;
+    case OPT_JSON:
+        a->json = true;
         return EXIT_OK;
     case 'q':
         a->quiet = true;
@@ -464,6 +471,7 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     p->force_device = a->force_device;
     p->memory_limit = a->options.memory_limit;
     p->threads = a->options.threads;
+    p->print_name = a->options.print_name;
     /* inputs read into memory (zstd, pipes) count from their first byte */
     if (!a->dry_run && tr_memory_set_limit(TR_CPU, a->options.memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
@@ -478,8 +486,10 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     diag_print(d, stderr);
     if (check_inputs_unchanged() != EXIT_OK)
         status = EXIT_IO; /* opening an input read some of it */
-    if (status == EXIT_OK && a->dry_run)
-        plan_print(plan, stdout);
+    if (status == EXIT_OK && a->dry_run && a->json)
+        program_print_json(plan, stdout);
+    else if (status == EXIT_OK && a->dry_run)
+        program_print(plan, stdout);
     if (status == EXIT_OK && !a->dry_run) {
         FILE *stats = NULL;
         if (a->stats_file && strcmp(a->stats_file, "-") != 0) {

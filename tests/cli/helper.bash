@@ -36,3 +36,17 @@ assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shap
 assert np.array_equal(got, want, equal_nan=True), (got, want)
 ' "$1" "$2" "${NPY_INPUTS:-}"
 }
+
+# value_is NAME DESC: after `run_tensorrun 0 validate --json ...` (or
+# `--dry-run --json`), the last value bound to NAME is DESC: its dtype and
+# shape as f32[5,3], or its constant as validate writes it (16, "yes", None).
+value_is() {
+    printf '%s' "$output" | /usr/bin/python3 -c '
+import json, sys
+values = [v for v in json.load(sys.stdin)["values"] if v["name"] == sys.argv[1]]
+assert values, "no value is called " + sys.argv[1]
+v = values[-1]
+got = v["constant"] if "constant" in v else "%s[%s]" % (v["dtype"], ",".join(map(str, v["shape"])))
+assert got == sys.argv[2], (got, sys.argv[2])
+' "$1" "$2"
+}

@@ -26,9 +26,9 @@ pipeline() {
 stages:
   - {name: s, do: [y = arange(3) * k]}
 outputs: {y: y.npy}'
-    run_tensorrun 0 validate p.yaml
-    [[ "$output" == *"k                16"* ]]
-    [[ "$output" == *"y                i64[3]"* ]]
+    run_tensorrun 0 validate --json p.yaml
+    value_is k 16
+    value_is y 'i64[3]'
     run_tensorrun 0 p.yaml -q
     "$PY" -c 'import numpy as np; y = np.load("y.npy"); assert y.dtype == np.int64 and list(y) == [0, 16, 32], y'
     run_tensorrun 0 p.yaml -q -D k=0x20
@@ -51,8 +51,8 @@ stages:
       - y = where(flag, x, -x)
 inputs: {x: x.npy}
 outputs: {y: y.npy}'
-    run_tensorrun 0 validate p.yaml
-    [[ "$output" == *'word             "yes"'* ]]
+    run_tensorrun 0 validate --json p.yaml
+    value_is word '"yes"'
     run_tensorrun 0 p.yaml -q -D flag=True
     "$PY" -c 'import numpy as np; assert (np.load("y.npy") == np.arange(16)).all()'
     run_tensorrun 2 p.yaml -q -D flag=yes
@@ -78,8 +78,8 @@ stages:
       - y = sum(reshape(x, [4, 4]), dim=d)
 inputs: {x: x.npy}
 outputs: {y: y.npy}'
-    run_tensorrun 0 validate p.yaml
-    [[ "$output" == *"d                None"* ]]
+    run_tensorrun 0 validate --json p.yaml
+    value_is d None
     run_tensorrun 0 p.yaml -q
     "$PY" -c 'import numpy as np; assert np.load("y.npy") == 120'
     # a param that is None takes any -D value
@@ -120,10 +120,10 @@ stages:
       - t = permute(r, dims)
       - u = reshape(x, sizes)
 outputs: {z: z.npy, t: t.npy, u: u.npy}'
-    run_tensorrun 0 validate p.yaml
-    [[ "$output" == *"shape            [2, 8]"* ]]
-    [[ "$output" == *"dims             [1, 0]"* ]]
-    [[ "$output" == *"t                f32[8,2]"* ]]
+    run_tensorrun 0 validate --json p.yaml
+    value_is shape '[2, 8]'
+    value_is dims '[1, 0]'
+    value_is t 'f32[8,2]'
     run_tensorrun 0 p.yaml -q
     "$PY" -c '
 import numpy as np
@@ -137,8 +137,8 @@ import numpy as np
 x = np.arange(16, dtype=np.float32)
 assert (np.load("t.npy") == x.reshape(4, 4).T).all()
 assert np.load("u.npy").shape == (8, 2)'
-    run_tensorrun 0 validate p.yaml -D 'shape=[16, 1]'
-    [[ "$output" == *"shape            [16, 1]"* ]]
+    run_tensorrun 0 validate --json p.yaml -D 'shape=[16, 1]'
+    value_is shape '[16, 1]'
     run_tensorrun 2 p.yaml -D shape=16
     [[ "$stderr" == *"-D shape=16: param 'shape' takes a list (it is [2, 8] at line 3), not an integer"* ]]
     [[ "$stderr" == *"hint: write a list in brackets: -D NAME=[2, 8]"* ]]

@@ -134,8 +134,9 @@ outputs: {z: z.npy}'
 stages:
   - name: make
     do:
-      - t = m * 3
-      - y = t + 1
+      - a = m * 3
+      - b = m * 2
+      - y = a + b
   - name: use
     do: [z = sum(y)]
 outputs: {z: z.npy}'
@@ -143,7 +144,8 @@ outputs: {z: z.npy}'
     [ -z "$stderr" ]
     [ "$(json_field make active_bytes)" -eq 4194304 ]
     [ "$(json_field make kept)" = '["y"]' ]
-    # two 4 MiB results, t released after its last use: the peak is both
+    # two 4 MiB results; y is computed over a, which dies there, and b is
+    # released after it: the peak is both
     [ "$(json_field make peak_active_bytes)" -eq 8388608 ]
     [ "$(json_field make alloc_count)" -eq 2 ]
     # the temporary went back to the cache, and the cache to the OS
@@ -247,15 +249,16 @@ outputs: {y: y.npy}'
 stages:
   - name: make
     do:
-      - t = m * 3
-      - y = t + 1
+      - a = m * 3
+      - b = m * 2
+      - y = a + b
   - name: use
     do: [z = sum(y)]
 outputs: {z: z.npy}'
     run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl --keep-cache
     [ "$(json_field make released_bytes)" -eq 0 ]
     [ "$(json_field use released_bytes)" -eq 0 ]
-    # the second stage's 4 MiB... is served from the cache
+    # b's 4 MiB, released after y, stays in the cache
     [ "$(json_field make cached_bytes)" -eq 4194304 ]
     sed -i 's/  - name: make/  - name: make\n    keep_cache: true/' p.yaml
     run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
@@ -465,7 +468,7 @@ stages:
   - name: big
     do:
       - y = x * 2
-      - z = y * 3
+      - z = y * 3 + x
 outputs: {x: x.npy, y: y.npy, z: z.npy}'
     run_tensorrun 5 p.yaml --memory-limit 6M
     [[ "$stderr" == *"stage 'big'"* ]]
@@ -474,7 +477,7 @@ outputs: {x: x.npy, y: y.npy, z: z.npy}'
     [ ! -e x.npy ] && [ ! -e z.npy ]
     no_temporaries
     run_tensorrun 0 p.yaml --memory-limit 16MiB -q
-    close z.npy '(m + 1) * 2 * 3' 1e-6
+    close z.npy '(m + 1) * 2 * 3 + (m + 1)' 1e-6
     # units in either case; anything else is a usage error
     run_tensorrun 0 p.yaml --memory-limit 16m -q
     run_tensorrun 5 p.yaml --memory-limit 6mb -q

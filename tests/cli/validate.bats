@@ -53,7 +53,10 @@ outputs:
     [[ "$output" == *"an "*"f32[1024,256]"* ]]
     [[ "$output" == *"v "*"f32[4,5]"* ]]
     [[ "$output" == *"i "*"i64[4,5]"* ]]
-    [[ "$output" == *"keeps: v"* ]]
+    [[ "$output" == *"= matmul(%"*"f32[4,1024]"* ]]
+    [[ "$output" == *"write out.npy: v (%"* ]]
+    [[ "$output" == *"frees %"* ]]
+    [[ "$output" == *"keeps: nothing"* ]]
     [[ "$output" == *"largest live:"* ]]
     [[ "$output" == *"mapped"* ]]
     [ -z "$stderr" ]
@@ -295,7 +298,8 @@ stages:
     keep: [v, i]'
     run_tensorrun 0 validate p.yaml
     [[ "$output" == *"foreach a by 300 rows (4 blocks)"* ]]
-    [[ "$output" == *"v "*"f32[8,4]"* ]]
+    [[ "$output" == *"keeps: %"*" v f32[8,4] (the blocks' joined)"* ]]
+    [[ "$output" == *"(each block of the foreach)"*"f32[300,"* ]]
 }
 
 @test "tensorrun ops lists every op; --json one object per line" {

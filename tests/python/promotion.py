@@ -45,11 +45,8 @@ def safetensors_dtype(path):
 
 
 def planned_dtype(text):
-    for line in text.splitlines():
-        words = line.split()
-        if len(words) >= 2 and words[0] == "out":
-            return words[1].split("[")[0]
-    return None
+    values = [v for v in json.loads(text)["values"] if v["name"] == "out"]
+    return values[-1].get("dtype") if values else None
 
 
 def main():
@@ -71,7 +68,8 @@ def main():
             tb, text = numbers[b], "a + " + b
         want = [k for k, v in DTYPES.items() if v[1] == torch.result_type(ta, tb)][0]
         out = os.path.join(work, "out.safetensors")
-        plan = subprocess.run([tensorrun, "eval", text, "-n", "-o", out] + args, capture_output=True,
+        plan = subprocess.run([tensorrun, "eval", text, "-n", "--json", "-o", out] + args,
+                              capture_output=True,
                               text=True)
         run = subprocess.run([tensorrun, "eval", text, "-o", out, "-q"] + args,
                              capture_output=True, text=True)

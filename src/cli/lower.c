@@ -1,0 +1,963 @@
+/*
+ * lower.c - the one evaluation of the statement trees: names resolved,
+ * every value typed from the inputs' headers and the op table, constants
+ * folded exactly, and each computation emitted as an instruction of the
+ * program (program.h).  Every error goes to the diagnostics with its
+ * place; a statement that fails binds its targets as "poisoned", so that
+ * one mistake is reported once, not again at every use.
+ */
+#include "config.h"
+
+#include "lower.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fold.h"
+
+struct eval {
+    struct plan *plan;
+    struct program *prog;
+    struct diag_list *d;
+    int stage;
+    struct tr_device device;
+    const char *block_name;   /* the foreach value, when any */
+    uint32_t builtins[3];     /* chunk_start, chunk_index, chunk_count, once read */
+    size_t visible;           /* names bound before this statement */
+    const struct statement *st;
+    int statement;            /* its index in the stage */
+};
+
+/* What an expression gave: an operand (a constant, a value, or a list
+ * holding values), whether it depends on the foreach block, and whether
+ * an error stopped it (already reported). */
+struct result {
+    struct operand o;
+    bool depends;
+    bool failed;
+};
+
+static struct result failed(void)
+{
+    struct result r;
+
+    memset(&r, 0, sizeof r);
+    r.failed = true;
+    return r;
+}
+
+static struct result constant(struct tr_value v)
+{
+    struct result r;
+
+    memset(&r, 0, sizeof r);
+    r.o.kind = OPERAND_CONST;
+    r.o.meta = v;
+    r.o.meta.known = true;
+    r.o.meta.weak = true;
+    return r;
+}
+
+static struct result value_result(const struct program *prog, uint32_t id, bool depends)
+{
+    struct result r;
+
+    memset(&r, 0, sizeof r);
+    r.o.kind = OPERAND_VALUE;
+    r.o.value = id;
+    r.o.meta = prog->values[id].meta;
+    r.depends = depends;
+    return r;
+}
+
+/* A value made by the statement being lowered; VALUE_NONE when out of memory. */
+static uint32_t new_value(struct eval *ev, const struct tr_value *meta, const struct expr *e,
+                          enum value_origin origin, bool depends)
+{
+    struct value v;
+
+    memset(&v, 0, sizeof v);
+    v.meta = *meta;
+    v.origin = origin;
+    v.line = e ? e->line : ev->st->line;
+    v.col = e ? e->col : ev->st->col;
+    v.stage = ev->stage;
+    v.def = ev->prog->ninstrs - 1; /* the instruction just emitted */
+    v.depends = depends;
+    return program_add_value(ev->prog, &v);
+}
+
+static struct instr *new_instr(struct eval *ev, enum instr_kind kind, const struct expr *e)
+{
+    struct instr *in = program_add_instr(ev->prog, ev->stage, kind);
+
+    if (in) {
+        in->line = e->line;
+        in->col = e->col;
+        in->statement = ev->statement;
+    }
+    return in;
+}
+
+static struct result eval(struct eval *ev, const struct expr *e);
+
+/* x.shape, x.ndim, x.dtype or numel(x) of the tensor r: a constant. */
+static struct result attribute(struct eval *ev, const char *attr, struct result r)
+{
+    struct tr_value *items = program_alloc(ev->prog, TR_MAX_DIMS * sizeof *items);
+    struct tr_value tensor = r.o.meta, v;
+    bool depends = r.depends;
+
+    if (!items || !fold_attribute(attr, &tensor, &v, items))
+        return failed();
+    r = constant(v);
+    r.depends = depends; /* x.shape[0] of a foreach block */
+    return r;
+}
+
+static const char *const builtin_names[3] = {"chunk_start", "chunk_index", "chunk_count"};
+
+static int builtin_index(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, builtin_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static struct result eval_name(struct eval *ev, const struct expr *e)
+{
+    struct plan_value *v = plan_find(ev->plan, e->v.name, ev->visible);
+    int builtin = v ? -1 : builtin_index(e->v.name);
+
+    if (builtin >= 0) {
+        if (!ev->block_name) {
+            diag_error(ev->d, e->line, e->col, "use it in a stage with foreach: {over: ..., size: ...}",
+                       "'%s' is defined only inside a foreach stage", e->v.name);
+            return failed();
+        }
+        if (ev->builtins[builtin] == VALUE_NONE) {
+            struct tr_value meta = {.kind = TR_VALUE_INT}; /* known only as each block runs */
+            struct value b;
+            memset(&b, 0, sizeof b);
+            b.meta = meta;
+            b.origin = ORIGIN_BUILTIN;
+            b.name = builtin_names[builtin];
+            b.stage = ev->stage;
+            b.depends = true;
+            ev->builtins[builtin] = program_add_value(ev->prog, &b);
+            if (ev->builtins[builtin] == VALUE_NONE)
+                return failed();
+        }
+        return value_result(ev->prog, ev->builtins[builtin], true);
+    }
+    if (!v) {
+        char hint[512];
+        diag_error(ev->d, e->line, e->col, plan_unbound_hint(ev->plan, e->v.name, hint, sizeof hint),
+                   "'%s' is used before anything binds it", e->v.name);
+        return failed();
+    }
+    if (v->poisoned)
+        return failed();
+    if (v->unsupported) {
+        diag_error(ev->d, e->line, e->col, "convert the file, or pick another tensor",
+                   "input '%s' has dtype %s, which tensorrun cannot compute with", v->name,
+                   v->unsupported_dtype);
+        v->poisoned = true;
+        return failed();
+    }
+    if (v->meta.kind != TR_VALUE_TENSOR) {
+        struct result r = constant(v->meta);
+        r.o.meta.weak = v->meta.weak;
+        r.depends = v->depends_on_block;
+        return r;
+    }
+    return value_result(ev->prog, v->value, v->depends_on_block);
+}
+
+static struct result eval_list(struct eval *ev, const struct expr *e)
+{
+    size_t n = e->nargs ? e->nargs : 1;
+    struct tr_value *items = program_alloc(ev->prog, n * sizeof *items);
+    struct operand *ops = program_alloc(ev->prog, n * sizeof *ops);
+    bool all_constant = true;
+    struct result r;
+
+    memset(&r, 0, sizeof r);
+    if (!items || !ops)
+        return failed();
+    for (size_t i = 0; i < e->nargs; i++) {
+        struct result item = eval(ev, e->args[i].value);
+        if (item.failed)
+            return failed();
+        items[i] = item.o.meta;
+        ops[i] = item.o;
+        all_constant = all_constant && item.o.kind == OPERAND_CONST;
+        r.depends = r.depends || item.depends;
+    }
+    r.o.kind = all_constant ? OPERAND_CONST : OPERAND_LIST;
+    r.o.meta.kind = TR_VALUE_LIST;
+    r.o.meta.count = e->nargs;
+    r.o.meta.items = items;
+    r.o.meta.known = true;
+    if (!all_constant) {
+        r.o.count = e->nargs;
+        r.o.items = ops;
+    }
+    return r;
+}
+
+/* The position of the expression an argument error concerns: the
+ * argument of a named call, the operator of an operation written as one
+ * (a @ b points at the @). */
+static const struct expr *arg_expr(const struct expr *call, const struct tr_op_info *op, int index,
+                                   const int *from)
+{
+    if (call->from_operator || index < 0 || index >= op->nparams || from[index] < 0)
+        return call;
+    return call->args[from[index]].value;
+}
+
+/* NumPy's keywords, where they mean the same as ours. */
+static const char *keyword_alias(const char *keyword)
+{
+    if (strcmp(keyword, "axis") == 0)
+        return "dim";
+    if (strcmp(keyword, "keepdims") == 0)
+        return "keepdim";
+    return keyword;
+}
+
+/* The parameter a keyword nothing has was meant for: NumPy's ddof and
+ * PyTorch's unbiased are our correction; else the closest name. */
+static const char *keyword_meant(const char *keyword, const char *const *params)
+{
+    const char *names[2 * TR_OP_MAX_PARAMS + 1];
+    size_t n = 0;
+
+    for (size_t i = 0; params[i]; i++) {
+        if (strcmp(params[i], "correction") == 0 &&
+            (strcmp(keyword, "ddof") == 0 || strcmp(keyword, "unbiased") == 0))
+            return params[i];
+        names[n++] = params[i];
+        if (strcmp(params[i], "dim") == 0)
+            names[n++] = "axis";
+        else if (strcmp(params[i], "keepdim") == 0)
+            names[n++] = "keepdims";
+    }
+    names[n] = NULL;
+    return diag_suggest(keyword, names);
+}
+
+static bool bind_call(const struct expr *e, const struct tr_op_info *op, int *from,
+                    struct diag_list *d)
+{
+    bool given[TR_OP_MAX_PARAMS] = {false}, broken = false;
+    int positional = 0;
+    char hint[512];
+
+    for (int i = 0; i < TR_OP_MAX_PARAMS; i++)
+        from[i] = -1;
+    for (size_t a = 0; a < e->nargs; a++) {
+        const struct expr_arg *arg = &e->args[a];
+        int p = -1;
+        if (!arg->keyword) {
+            p = positional++;
+            if (p >= op->nparams) {
+                diag_error(d, arg->line, arg->col, op->signature,
+                           "%s takes at most %d argument%s, not %zu", op->name, op->nparams,
+                           op->nparams == 1 ? "" : "s", e->nargs);
+                broken = true;
+                break;
+            }
+        } else {
+            const char *params[TR_OP_MAX_PARAMS + 1], *keyword = keyword_alias(arg->keyword);
+            for (int i = 0; i < op->nparams; i++) {
+                params[i] = op->params[i].name;
+                if (strcmp(params[i], keyword) == 0)
+                    p = i;
+            }
+            params[op->nparams] = NULL;
+            if (p < 0) {
+                const char *guess = keyword_meant(arg->keyword, params);
+                snprintf(hint, sizeof hint, "%s", op->signature);
+                if (guess)
+                    diag_error(d, arg->line, arg->col, hint,
+                               "%s has no parameter '%s' (did you mean '%s'?)", op->name,
+                               arg->keyword, guess);
+                else
+                    diag_error(d, arg->line, arg->col, hint, "%s has no parameter '%s'",
+                               op->name, arg->keyword);
+                broken = true;
+                continue;
+            }
+            if (given[p]) {
+                diag_error(d, arg->line, arg->col, op->signature,
+                           "%s: argument '%s' is given twice", op->name, arg->keyword);
+                broken = true;
+                continue;
+            }
+        }
+        given[p] = true;
+        from[p] = (int)a;
+    }
+    for (int i = 0; i < op->nparams && !broken; i++) {
+        if (!given[i] && op->params[i].required) {
+            diag_error(d, e->line, e->col, op->signature, "%s: missing argument '%s'",
+                       op->name, op->params[i].name);
+            broken = true;
+        }
+    }
+    return !broken;
+}
+
+/* Emits op with its arguments as one instruction; its results are new
+ * values typed as out[] says. */
+static bool emit_op(struct eval *ev, const struct expr *e, const struct tr_op_info *op,
+                    const struct result *args, const struct tr_value *out, bool depends,
+                    struct result *results)
+{
+    struct instr *in = new_instr(ev, INSTR_OP, e);
+
+    if (!in)
+        return false;
+    in->op = op;
+    in->nargs = op->nparams;
+    for (int i = 0; i < op->nparams; i++)
+        in->args[i] = args[i].o;
+    in->nresults = op->nresults;
+    for (int i = 0; i < op->nresults; i++) {
+        struct tr_value meta = out[i];
+        uint32_t id;
+        /* a weak result (exp(1.0)) is made where the numbers are: the CPU */
+        if (meta.kind == TR_VALUE_TENSOR && !meta.weak && op->id != TR_OP_TO)
+            meta.device = ev->device;
+        id = new_value(ev, &meta, e, ORIGIN_RESULT, depends);
+        if (id == VALUE_NONE)
+            return false;
+        in = &ev->prog->instrs[ev->prog->ninstrs - 1]; /* new_value may not move it, but be sure */
+        in->results[i] = id;
+        results[i] = value_result(ev->prog, id, depends);
+    }
+    return true;
+}
+
+/* Lowers a call into its results (one or two); *n says how many. */
+static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, int *n)
+{
+    const struct tr_op_info *op = tr_op_find(e->op);
+    struct result args[TR_OP_MAX_PARAMS];
+    struct tr_value metas[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
+    int from[TR_OP_MAX_PARAMS], bad = -1;
+    bool depends = false, broken;
+
+    if (!op && strcmp(e->op, "numel") == 0 && e->nargs == 1 && !e->args[0].keyword) {
+        struct result x = eval(ev, e->args[0].value);
+        if (x.failed)
+            return false;
+        if (x.o.meta.kind != TR_VALUE_TENSOR) {
+            diag_error(ev->d, e->line, e->col, NULL, "numel takes a tensor");
+            return false;
+        }
+        *n = 1;
+        results[0] = attribute(ev, "numel", x);
+        return !results[0].failed;
+    }
+    if (!op) {
+        const char *names[160], *alias;
+        size_t k = 0;
+        for (size_t i = 0; i < tr_op_count() && k < 150; i++)
+            names[k++] = tr_op_at(i)->name;
+        for (size_t i = 0; (alias = tr_op_alias_at(i, NULL)) && k < 159; i++)
+            names[k++] = alias;
+        names[k] = NULL;
+        const char *guess = diag_suggest(e->op, names);
+        char message[160];
+        snprintf(message, sizeof message, "unknown op '%s'", e->op);
+        if (guess)
+            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op",
+                       "%s (did you mean '%s'?)", message, guess);
+        else
+            diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op", "%s", message);
+        return false;
+    }
+    broken = !bind_call(e, op, from, ev->d);
+    /* lower the arguments, reporting each one's errors */
+    for (int i = 0; i < op->nparams; i++) {
+        if (from[i] < 0) {
+            args[i] = constant(op->params[i].default_value);
+        } else {
+            args[i] = eval(ev, e->args[from[i]].value);
+            if (args[i].failed)
+                broken = true;
+            depends = depends || args[i].depends;
+        }
+        metas[i] = args[i].o.meta;
+    }
+    if (!broken && (op->id == TR_OP_MAX || op->id == TR_OP_MIN) && from[1] >= 0 &&
+        !e->args[from[1]].keyword && metas[1].kind == TR_VALUE_TENSOR) {
+        const struct expr *at = e->args[from[1]].value;
+        bool max = op->id == TR_OP_MAX;
+        diag_error(ev->d, at->line, at->col,
+                   max ? "the larger of two tensors is maximum(x, y)"
+                       : "the smaller of two tensors is minimum(x, y)",
+                   "%s(x, dim) reduces x along dim; its second argument is not a tensor "
+                   "(did you mean '%s'?)",
+                   op->name, max ? "maximum" : "minimum");
+        broken = true;
+    }
+    if (broken)
+        return false;
+    switch (fold_constants(op->name, metas, op->nparams, &out[0])) {
+    case FOLD_OK:
+        *n = 1;
+        results[0] = constant(out[0]);
+        results[0].o.meta = out[0];
+        results[0].depends = depends;
+        return true;
+    case FOLD_ERROR:
+        diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
+        return false;
+    case FOLD_NO:
+        break;
+    }
+    if (tr_op_infer(op, metas, out, &bad) != TR_OK) {
+        const struct expr *at = arg_expr(e, op, bad, from);
+        diag_error(ev->d, at->line, at->col, NULL, "%s", tr_last_error());
+        return false;
+    }
+    *n = op->nresults;
+    if (!emit_op(ev, e, op, args, out, depends, results)) {
+        diag_error(ev->d, e->line, e->col, NULL, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* list[i] or list[a:b:c] of a constant list (x.shape[0], x.shape[1:]). */
+static struct result index_list(struct eval *ev, const struct expr *e, struct result base)
+{
+    const struct expr *s = e->nargs == 1 ? e->args[0].value : NULL;
+    int64_t n = (int64_t)base.o.meta.count, bounds[3] = {TR_SLICE_NONE, TR_SLICE_NONE, TR_SLICE_NONE};
+    int64_t first = 0, by = 1, count = 0;
+    struct tr_value *items;
+    struct result r;
+
+    if (!s || s->kind == EXPR_ELLIPSIS || s->kind == EXPR_NONE) {
+        diag_error(ev->d, e->line, e->col, NULL,
+                   "a list takes one index or one slice, as in x.shape[0] or x.shape[1:]");
+        return failed();
+    }
+    for (int k = 0; k < 3; k++) {
+        const struct expr *part = s->kind == EXPR_SLICE ? s->slice[k] : k == 0 ? s : NULL;
+        struct result p;
+        if (!part)
+            continue;
+        p = eval(ev, part);
+        if (p.failed)
+            return failed();
+        if (p.o.meta.kind == TR_VALUE_NONE)
+            continue;
+        if (p.o.meta.kind != TR_VALUE_INT || !p.o.meta.known) {
+            diag_error(ev->d, part->line, part->col, NULL,
+                       "a list's index must be an integer constant");
+            return failed();
+        }
+        bounds[k] = p.o.meta.integer;
+    }
+    r = base;
+    if (s->kind != EXPR_SLICE) {
+        if (fold_list_index(n, bounds[0], &first) != FOLD_OK) {
+            diag_error(ev->d, s->line, s->col, NULL, "%s", tr_last_error());
+            return failed();
+        }
+        r.o.meta = base.o.meta.items[first];
+        return r;
+    }
+    if (fold_list_slice(n, bounds[0], bounds[1], bounds[2], &first, &by, &count) != FOLD_OK) {
+        diag_error(ev->d, s->line, s->col, NULL, "%s", tr_last_error());
+        return failed();
+    }
+    items = program_alloc(ev->prog, (size_t)(count ? count : 1) * sizeof *items);
+    if (!items)
+        return failed();
+    for (int64_t i = 0; i < count; i++)
+        items[i] = base.o.meta.items[first + i * by];
+    r.o.meta.items = items;
+    r.o.meta.count = (size_t)count;
+    return r;
+}
+
+/* One subscript's integer part (an index, a slice bound): its operand and
+ * its description for tr_infer_index. */
+static bool subscript_part(struct eval *ev, const struct expr *s, bool bound, struct operand *o)
+{
+    struct result p = eval(ev, s);
+
+    if (p.failed)
+        return false;
+    if (p.o.meta.kind != TR_VALUE_INT && (!bound || p.o.meta.kind != TR_VALUE_NONE)) {
+        if (bound)
+            diag_error(ev->d, s->line, s->col, NULL, "a slice bound must be an integer");
+        else
+            diag_error(ev->d, s->line, s->col, "use index_select or gather to index with a tensor",
+                       "an index must be an integer, a slice, '...' or None");
+        return false;
+    }
+    *o = p.o;
+    return true;
+}
+
+static struct result eval_index(struct eval *ev, const struct expr *e)
+{
+    struct result base = eval(ev, e->base), r;
+    size_t n = e->nargs ? e->nargs : 1;
+    struct tr_value *subs = program_alloc(ev->prog, n * sizeof *subs);
+    struct subscript *parts = program_alloc(ev->prog, n * sizeof *parts);
+    struct tr_value meta;
+    struct instr *in;
+    uint32_t id;
+    int bad = -1;
+
+    if (base.failed || !subs || !parts)
+        return failed();
+    if (base.o.kind == OPERAND_CONST && base.o.meta.kind == TR_VALUE_LIST)
+        return index_list(ev, e, base);
+    for (size_t i = 0; i < e->nargs; i++) {
+        const struct expr *s = e->args[i].value;
+        struct subscript *sub = &parts[i];
+        for (int k = 0; k < 3; k++)
+            sub->part[k] = constant((struct tr_value){.kind = TR_VALUE_NONE}).o;
+        if (s->kind == EXPR_ELLIPSIS) {
+            sub->kind = SUB_ELLIPSIS;
+            subs[i].kind = TR_VALUE_STRING;
+            subs[i].string = "...";
+        } else if (s->kind == EXPR_NONE) {
+            sub->kind = SUB_NEWAXIS;
+            subs[i].kind = TR_VALUE_NONE;
+        } else if (s->kind == EXPR_SLICE) {
+            struct tr_value *bounds = program_alloc(ev->prog, 3 * sizeof *bounds);
+            if (!bounds)
+                return failed();
+            sub->kind = SUB_SLICE;
+            for (int k = 0; k < 3; k++) {
+                if (s->slice[k] && !subscript_part(ev, s->slice[k], true, &sub->part[k]))
+                    return failed();
+                bounds[k] = sub->part[k].meta;
+            }
+            subs[i].kind = TR_VALUE_LIST;
+            subs[i].count = 3;
+            subs[i].items = bounds;
+        } else {
+            sub->kind = SUB_INDEX;
+            if (!subscript_part(ev, s, false, &sub->part[0]))
+                return failed();
+            subs[i] = sub->part[0].meta;
+        }
+    }
+    if (base.o.meta.kind != TR_VALUE_TENSOR) {
+        diag_error(ev->d, e->line, e->col, NULL, "only a tensor can be indexed");
+        return failed();
+    }
+    if (tr_infer_index(&base.o.meta, subs, e->nargs, &meta, &bad) != TR_OK) {
+        const struct expr *at = bad >= 0 && (size_t)bad < e->nargs ? e->args[bad].value : e;
+        diag_error(ev->d, at->line, at->col, NULL, "%s", tr_last_error());
+        return failed();
+    }
+    in = new_instr(ev, INSTR_INDEX, e);
+    id = in ? new_value(ev, &meta, e, ORIGIN_RESULT, base.depends) : VALUE_NONE;
+    if (id == VALUE_NONE)
+        return failed();
+    in = &ev->prog->instrs[ev->prog->ninstrs - 1];
+    in->nargs = 1;
+    in->args[0] = base.o;
+    in->subs = parts;
+    in->nsubs = e->nargs;
+    in->nresults = 1;
+    in->results[0] = id;
+    r = value_result(ev->prog, id, base.depends);
+    return r;
+}
+
+/* x.T (every dimension reversed) and x.mT (the last two swapped), as the
+ * permute they are. */
+static struct result eval_transpose(struct eval *ev, const struct expr *e, struct result x)
+{
+    bool last_two = strcmp(e->v.name, "mT") == 0;
+    const struct tr_op_info *op = tr_op_get(TR_OP_PERMUTE);
+    struct tr_value *dims = program_alloc(ev->prog, TR_MAX_DIMS * sizeof *dims), out;
+    struct result args[2], r;
+    int n = x.o.meta.ndim;
+
+    if (!dims || tr_infer_transpose_all(&x.o.meta, last_two, &out) != TR_OK) {
+        diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
+        return failed();
+    }
+    for (int i = 0; i < n; i++) {
+        dims[i].kind = TR_VALUE_INT;
+        dims[i].known = dims[i].weak = true;
+        dims[i].integer = last_two ? i : n - 1 - i;
+    }
+    if (last_two && n >= 2) {
+        dims[n - 2].integer = n - 1;
+        dims[n - 1].integer = n - 2;
+    }
+    args[0] = x;
+    args[1] = constant((struct tr_value){.kind = TR_VALUE_LIST, .count = (size_t)n, .items = dims});
+    if (!emit_op(ev, e, op, args, &out, x.depends, &r))
+        return failed();
+    return r;
+}
+
+static struct result eval(struct eval *ev, const struct expr *e)
+{
+    struct tr_value v;
+    struct result results[TR_OP_MAX_RESULTS], r;
+    int n = 0;
+
+    memset(&v, 0, sizeof v);
+    switch (e->kind) {
+    case EXPR_NAME:
+        return eval_name(ev, e);
+    case EXPR_INT:
+        v.kind = TR_VALUE_INT;
+        v.integer = e->v.integer;
+        return constant(v);
+    case EXPR_FLOAT:
+        v.kind = TR_VALUE_FLOAT;
+        v.number = e->v.number;
+        return constant(v);
+    case EXPR_BOOL:
+        v.kind = TR_VALUE_BOOL;
+        v.boolean = e->v.boolean;
+        return constant(v);
+    case EXPR_STRING:
+        v.kind = TR_VALUE_STRING;
+        v.string = e->v.name;
+        return constant(v);
+    case EXPR_DTYPE:
+        v.kind = TR_VALUE_DTYPE;
+        v.dtype = e->v.dtype;
+        return constant(v);
+    case EXPR_NONE:
+        return constant(v);
+    case EXPR_LIST:
+        return eval_list(ev, e);
+    case EXPR_INDEX:
+        return eval_index(ev, e);
+    case EXPR_ATTR:
+        r = eval(ev, e->base);
+        if (r.failed)
+            return r;
+        if (r.o.meta.kind == TR_VALUE_TENSOR && strcmp(e->v.name, "T") != 0 &&
+            strcmp(e->v.name, "mT") != 0)
+            return attribute(ev, e->v.name, r);
+        if (r.o.meta.kind != TR_VALUE_TENSOR) {
+            diag_error(ev->d, e->line, e->col, NULL,
+                       "only a tensor has .T, .mT, .shape, .ndim and .dtype");
+            return failed();
+        }
+        return eval_transpose(ev, e, r);
+    case EXPR_CALL:
+        if (!eval_call(ev, e, results, &n))
+            return failed();
+        if (n != 1) {
+            diag_error(ev->d, e->line, e->col, "assign both, as in 'v, i = topk(x, k)'",
+                       "%s gives %d values, so it cannot be part of an expression", e->op, n);
+            return failed();
+        }
+        return results[0];
+    default:
+        diag_error(ev->d, e->line, e->col, NULL, "this belongs inside [ ]");
+        return failed();
+    }
+}
+
+/* ------------------------------------------------------------ stages */
+
+/* Binds a statement's target to what it gave: the value itself (named
+ * after the target when it is a temporary), or a new constant value. */
+static uint32_t bind_target(struct eval *ev, const char *name, const struct result *r, int line,
+                            int col)
+{
+    struct value v;
+
+    if (r->o.kind == OPERAND_VALUE) {
+        struct value *made = &ev->prog->values[r->o.value];
+        if (!made->name)
+            made->name = name;
+        return r->o.value;
+    }
+    memset(&v, 0, sizeof v);
+    v.meta = r->o.meta;
+    v.origin = ORIGIN_CONSTANT;
+    v.name = name;
+    v.line = line;
+    v.col = col;
+    v.stage = ev->stage;
+    v.depends = r->depends;
+    return program_add_value(ev->prog, &v);
+}
+
+/* Lowers a stage's statements once, binding their targets; block_rows is
+ * the foreach block's length (0: no foreach). */
+static void lower_statements(struct plan *plan, int index, struct diag_list *d, int64_t block_rows)
+{
+    const struct stage *s = &plan->pipeline->stages[index];
+    struct plan_stage *ps = &plan->stages[index];
+    struct eval ev = {.plan = plan, .prog = plan->program, .d = d, .stage = index,
+                      .device = ps->device,
+                      .builtins = {VALUE_NONE, VALUE_NONE, VALUE_NONE}};
+
+    if (s->has_foreach && block_rows > 0) {
+        struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues), *block;
+        if (over && !over->poisoned && over->meta.kind == TR_VALUE_TENSOR) {
+            block = plan_bind(plan, over->name, index, s->foreach_line, s->foreach_col);
+            if (block) {
+                struct value b;
+                memset(&b, 0, sizeof b);
+                block->meta = over->meta;
+                block->meta.shape[0] = block_rows;
+                block->depends_on_block = true;
+                b.meta = block->meta;
+                b.origin = ORIGIN_BUILTIN; /* each block of over, as the block runs */
+                b.name = over->name;
+                b.line = s->foreach_line;
+                b.col = s->foreach_col;
+                b.stage = index;
+                b.depends = true;
+                block->value = program_add_value(plan->program, &b);
+                plan->program->stages[index].over = over->value;
+                plan->program->stages[index].block = block->value;
+            }
+            ev.block_name = over->name;
+        }
+    }
+    for (size_t k = 0; k < s->nstatements; k++) {
+        const struct statement *st = s->statements[k];
+        struct result results[TR_OP_MAX_RESULTS];
+        int n = 1;
+        bool ok;
+
+        if (!st)
+            continue;
+        ev.visible = plan->nvalues;
+        ev.st = st;
+        ev.statement = (int)k;
+        if (st->value->kind == EXPR_CALL) {
+            ok = eval_call(&ev, st->value, results, &n);
+        } else {
+            results[0] = eval(&ev, st->value);
+            ok = !results[0].failed;
+        }
+        if (ok && (size_t)n != st->ntargets) {
+            diag_error(d, st->line, st->target_cols[0],
+                       n > 1 ? "assign each, as in 'v, i = topk(x, k)'" : NULL,
+                       "%zu name%s for %d value%s", st->ntargets, st->ntargets == 1 ? "" : "s",
+                       n, n == 1 ? "" : "s");
+            ok = false;
+        }
+        for (size_t t = 0; t < st->ntargets; t++) {
+            struct plan_value *v = plan_bind(plan, st->targets[t], index, st->line,
+                                             st->target_cols[t]);
+            if (!v)
+                continue;
+            v->poisoned = !ok;
+            if (ok) {
+                v->meta = results[t].o.meta;
+                v->depends_on_block = results[t].depends;
+                v->bytes = plan_tensor_bytes(&v->meta);
+                v->value = bind_target(&ev, v->name, &results[t], st->line, st->target_cols[t]);
+                v->poisoned = v->value == VALUE_NONE;
+            }
+        }
+    }
+}
+
+/* A foreach stage: typed with full blocks, and again with the last block
+ * when it is shorter (whose instructions are then dropped: they are the
+ * same); a kept value that depends on the block is the blocks' values
+ * joined along dimension 0. */
+static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
+{
+    const struct stage *s = &plan->pipeline->stages[index];
+    struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues);
+    struct plan_stage *ps = &plan->stages[index];
+    struct program *prog = plan->program;
+    int64_t rows, blocks, last;
+    size_t start = plan->nvalues, full_end, ninstrs, nvalues;
+    uint32_t over_id, block_id;
+    struct diag_list quiet;
+
+    if (!over) {
+        diag_error(d, s->foreach_line, s->foreach_col, NULL,
+                   "foreach: '%s' is used before anything binds it", s->foreach_over);
+        lower_statements(plan, index, d, 0);
+        return;
+    }
+    if (over->poisoned) {
+        lower_statements(plan, index, d, 0);
+        return;
+    }
+    if (over->meta.kind != TR_VALUE_TENSOR || over->meta.ndim == 0) {
+        diag_error(d, s->foreach_line, s->foreach_col, NULL,
+                   "foreach: '%s' must be a tensor of at least one dimension", over->name);
+        lower_statements(plan, index, d, 0);
+        return;
+    }
+    rows = over->meta.shape[0];
+    blocks = rows == 0 ? 0 : (rows + s->foreach_size - 1) / s->foreach_size;
+    last = rows - (blocks > 0 ? (blocks - 1) * s->foreach_size : 0);
+    ps->foreach_blocks = blocks;
+    lower_statements(plan, index, d, rows < s->foreach_size ? rows : s->foreach_size);
+    full_end = plan->nvalues;
+    ninstrs = prog->ninstrs;
+    nvalues = prog->nvalues;
+    over_id = prog->stages[index].over;
+    block_id = prog->stages[index].block;
+    if (blocks < 2 || last == s->foreach_size)
+        last = -1; /* every block as long as the first */
+    if (last >= 0) {
+        diag_init(&quiet, d->path, NULL, 0);
+        lower_statements(plan, index, &quiet, last);
+        diag_free(&quiet);
+    }
+    /* join along dimension 0 what depends on the block */
+    for (size_t i = start; i < full_end; i++) {
+        struct plan_value *v = &plan->values[i];
+        const struct plan_value *tail = last >= 0 ? &plan->values[full_end + (i - start)] : v;
+        if (!v->depends_on_block || v->poisoned || v->meta.kind != TR_VALUE_TENSOR)
+            continue;
+        if (v->meta.ndim == 0)
+            continue; /* refused when kept: see check_keeps */
+        v->meta.shape[0] = v->meta.shape[0] * (blocks > 0 ? blocks - (last >= 0) : 0) +
+                           (last >= 0 && tail->meta.kind == TR_VALUE_TENSOR ? tail->meta.shape[0] : 0);
+        v->bytes = plan_tensor_bytes(&v->meta);
+        if (v->value != VALUE_NONE && v->value < nvalues) {
+            prog->values[v->value].joined = true;
+            prog->values[v->value].joined_meta = v->meta;
+        }
+    }
+    plan->nvalues = full_end;
+    program_truncate(prog, ninstrs, nvalues);
+    prog->stages[index].over = over_id;
+    prog->stages[index].block = block_id;
+}
+
+void lower_stage(struct plan *plan, int index, struct diag_list *d)
+{
+    if (plan->pipeline->stages[index].has_foreach)
+        lower_foreach(plan, index, d);
+    else
+        lower_statements(plan, index, d, 0);
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* Groups the file outputs by path and schedules each group's write right
+ * after the instruction that makes the last of its members' final values
+ * (before the first stage when they are inputs and constants only). */
+bool lower_outputs(struct plan *plan)
+{
+    struct pipeline *p = plan->pipeline;
+    struct program *prog = plan->program;
+    ptrdiff_t *after = calloc(p->noutputs ? p->noutputs : 1, sizeof *after);
+    struct instr *old = prog->instrs;
+    size_t nold = prog->ninstrs, nprologue = prog->nprologue;
+    size_t *moved = calloc(nold ? nold : 1, sizeof *moved);
+    bool ok = after && moved;
+
+    prog->finals = program_alloc(prog, (p->noutputs + 1) * sizeof *prog->finals);
+    ok = ok && prog->finals;
+    for (size_t o = 0; ok && o < p->noutputs; o++) {
+        const struct plan_value *v = plan_lookup(plan, p->outputs[o].name);
+        prog->outputs[o] = v && !v->poisoned ? v->value : VALUE_NONE;
+        if (p->outputs[o].as_text && prog->outputs[o] != VALUE_NONE)
+            prog->finals[prog->nfinals++] = prog->outputs[o];
+    }
+    if (ok && p->print_name) {
+        const struct plan_value *v = plan_lookup(plan, p->print_name);
+        if (v && v->value != VALUE_NONE)
+            prog->finals[prog->nfinals++] = v->value;
+    }
+    for (size_t o = 0; ok && o < p->noutputs; o++) {
+        const struct output *out = &p->outputs[o];
+        struct output_group *g = NULL;
+        uint32_t id = prog->outputs[o];
+        ptrdiff_t at = -1;
+        if (out->as_text || !out->path || id == VALUE_NONE)
+            continue;
+        for (size_t i = 0; i < prog->ngroups && !g; i++)
+            if (strcmp(prog->groups[i].path, out->path) == 0)
+                g = &prog->groups[i];
+        if (!g) {
+            g = &prog->groups[prog->ngroups];
+            g->path = out->path;
+            g->members = program_alloc(prog, p->noutputs * sizeof *g->members);
+            if (!g->members) {
+                ok = false;
+                break;
+            }
+            after[prog->ngroups++] = -1;
+        }
+        g->members[g->nmembers++] = o;
+        if (prog->values[id].origin == ORIGIN_RESULT)
+            at = (ptrdiff_t)prog->values[id].def;
+        if (at > after[g - prog->groups])
+            after[g - prog->groups] = at;
+    }
+    /* the instructions again, each group's write in its place */
+    prog->instrs = NULL;
+    prog->ninstrs = prog->instrs_cap = prog->nprologue = 0;
+    for (size_t s = 0; s < prog->nstages; s++)
+        prog->stages[s].count = prog->stages[s].first = 0;
+    for (ptrdiff_t i = -1; ok && i < (ptrdiff_t)nold; i++) {
+        if (i >= 0) {
+            struct instr *in = program_add_instr(prog, old[i].stage, old[i].kind);
+            if (!in) {
+                ok = false;
+                break;
+            }
+            *in = old[i];
+            moved[i] = prog->ninstrs - 1;
+        }
+        for (size_t g = 0; g < prog->ngroups && ok; g++) {
+            struct output_group *grp = &prog->groups[g];
+            struct instr *w;
+            if (after[g] != i)
+                continue;
+            w = program_add_instr(prog, i >= 0 ? old[i].stage : -1, INSTR_WRITE);
+            if (!w || !(w->wargs = program_alloc(prog, grp->nmembers * sizeof *w->wargs))) {
+                ok = false;
+                break;
+            }
+            if (i >= 0) {
+                w->statement = old[i].statement;
+                w->line = old[i].line;
+                w->col = old[i].col;
+            }
+            w->group = g;
+            w->nwargs = grp->nmembers;
+            for (size_t m = 0; m < grp->nmembers; m++)
+                w->wargs[m] = prog->outputs[grp->members[m]];
+            grp->write = prog->ninstrs - 1;
+        }
+    }
+    (void)nprologue;
+    for (size_t g = 0; ok && g < prog->ngroups; g++) {
+        struct output_group *grp = &prog->groups[g];
+        const struct output *out = &p->outputs[grp->members[0]];
+        const struct value *v = &prog->values[prog->outputs[grp->members[0]]];
+        grp->mappable = grp->nmembers == 1 && out->compression == TIO_COMPRESSION_NONE &&
+                        (out->format == TIO_FORMAT_NPY || out->format == TIO_FORMAT_RAW) &&
+                        v->meta.kind == TR_VALUE_TENSOR &&
+                        (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype);
+    }
+    for (size_t v = 0; ok && v < prog->nvalues; v++)
+        if (prog->values[v].origin == ORIGIN_RESULT)
+            prog->values[v].def = moved[prog->values[v].def];
+    free(old);
+    free(after);
+    free(moved);
+    return ok;
+}

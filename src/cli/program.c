@@ -1,0 +1,162 @@
+/*
+ * program.c - building a program: its value table, its instructions in
+ * stage order, and the arena that lists and names point into.
+ */
+#include "config.h"
+
+#include "program.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct program_arena {
+    struct program_arena *next;
+    size_t used, size;
+    _Alignas(16) char data[];
+};
+
+struct program *program_new(size_t nstages, size_t noutputs)
+{
+    struct program *prog = calloc(1, sizeof *prog);
+
+    if (!prog)
+        return NULL;
+    prog->stages = calloc(nstages ? nstages : 1, sizeof *prog->stages);
+    prog->outputs = calloc(noutputs ? noutputs : 1, sizeof *prog->outputs);
+    prog->groups = calloc(noutputs ? noutputs : 1, sizeof *prog->groups);
+    if (!prog->stages || !prog->outputs || !prog->groups) {
+        program_free(prog);
+        return NULL;
+    }
+    prog->nstages = nstages;
+    prog->noutputs = noutputs;
+    for (size_t o = 0; o < noutputs; o++)
+        prog->outputs[o] = VALUE_NONE;
+    for (size_t s = 0; s < nstages; s++)
+        prog->stages[s].over = prog->stages[s].block = VALUE_NONE;
+    return prog;
+}
+
+void program_free(struct program *prog)
+{
+    if (!prog)
+        return;
+    while (prog->arena) {
+        struct program_arena *next = prog->arena->next;
+        free(prog->arena);
+        prog->arena = next;
+    }
+    free(prog->values);
+    free(prog->instrs);
+    free(prog->stages);
+    free(prog->groups);
+    free(prog->outputs);
+    free(prog);
+}
+
+void *program_alloc(struct program *prog, size_t bytes)
+{
+    struct program_arena *a = prog->arena;
+    void *p;
+
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (!a || a->size - a->used < bytes) {
+        size_t size = bytes > 65536 ? bytes : 65536;
+        a = malloc(sizeof *a + size);
+        if (!a)
+            return NULL;
+        a->next = prog->arena;
+        a->used = 0;
+        a->size = size;
+        prog->arena = a;
+    }
+    p = a->data + a->used;
+    a->used += bytes;
+    memset(p, 0, bytes);
+    return p;
+}
+
+uint32_t program_add_value(struct program *prog, const struct value *v)
+{
+    if (prog->nvalues >= VALUE_NONE - 1)
+        return VALUE_NONE;
+    if (prog->nvalues == prog->values_cap) {
+        size_t cap = prog->values_cap ? prog->values_cap * 2 : 64;
+        struct value *values = realloc(prog->values, cap * sizeof *values);
+        if (!values)
+            return VALUE_NONE;
+        prog->values = values;
+        prog->values_cap = cap;
+    }
+    prog->values[prog->nvalues] = *v;
+    prog->values[prog->nvalues].last_use = LIVE_UNUSED;
+    return (uint32_t)prog->nvalues++;
+}
+
+struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind kind)
+{
+    struct instr *in;
+
+    if (prog->ninstrs == prog->instrs_cap) {
+        size_t cap = prog->instrs_cap ? prog->instrs_cap * 2 : 64;
+        struct instr *instrs = realloc(prog->instrs, cap * sizeof *instrs);
+        if (!instrs)
+            return NULL;
+        prog->instrs = instrs;
+        prog->instrs_cap = cap;
+    }
+    if (stage < 0) {
+        prog->nprologue++;
+    } else {
+        struct program_stage *ps = &prog->stages[stage];
+        if (ps->count == 0)
+            ps->first = prog->ninstrs;
+        ps->count++;
+    }
+    in = &prog->instrs[prog->ninstrs++];
+    memset(in, 0, sizeof *in);
+    in->kind = kind;
+    in->stage = stage;
+    in->dest_group = -1;
+    return in;
+}
+
+void program_truncate(struct program *prog, size_t n, size_t v)
+{
+    while (prog->ninstrs > n) {
+        struct instr *in = &prog->instrs[--prog->ninstrs];
+        if (in->stage < 0)
+            prog->nprologue--;
+        else
+            prog->stages[in->stage].count--;
+    }
+    if (prog->nvalues > v)
+        prog->nvalues = v;
+}
+
+static void operand_reads(const struct operand *o, void (*fn)(uint32_t, void *), void *ctx)
+{
+    if (o->kind == OPERAND_VALUE)
+        fn(o->value, ctx);
+    for (size_t i = 0; o->kind == OPERAND_LIST && i < o->count; i++)
+        operand_reads(&o->items[i], fn, ctx);
+}
+
+void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx)
+{
+    if (in->kind == INSTR_WRITE) {
+        for (size_t i = 0; i < in->nwargs; i++)
+            fn(in->wargs[i], ctx);
+        return;
+    }
+    for (int i = 0; i < in->nargs; i++)
+        operand_reads(&in->args[i], fn, ctx);
+    for (size_t s = 0; s < in->nsubs; s++)
+        for (int k = 0; k < 3; k++)
+            operand_reads(&in->subs[s].part[k], fn, ctx);
+}
+
+bool op_is_view(const struct tr_op_info *op)
+{
+    return strcmp(op->group, "views") == 0;
+}

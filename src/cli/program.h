@@ -1,0 +1,161 @@
+/*
+ * program.h - a pipeline lowered into what runs: a table of values (every
+ * tensor and constant the pipeline makes, with its dtype, shape, device
+ * and place in the file) and, per stage, a flat list of instructions over
+ * them.  The lowering (lower.c) makes it once; the passes (liveness.c, ...)
+ * annotate it; the executor (exec.c) runs it and `validate` prints it
+ * (program_print.c).  doc/design.md, "The program", is the map.
+ */
+#ifndef TR_CLI_PROGRAM_H
+#define TR_CLI_PROGRAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tensorrun_ops.h"
+
+#define VALUE_NONE UINT32_MAX
+
+enum value_origin {
+    ORIGIN_INPUT,    /* a pipeline input, loaded before the first stage */
+    ORIGIN_CONSTANT, /* a param, or a name bound to a constant (k = 2 * 3) */
+    ORIGIN_RESULT,   /* a result of an instruction */
+    ORIGIN_BUILTIN   /* chunk_start, chunk_index, chunk_count: set per foreach block */
+};
+
+struct value {
+    struct tr_value meta;    /* a tensor's dtype, shape and device; a constant itself */
+    enum value_origin origin;
+    const char *name;        /* the first name bound to it; NULL for a temporary */
+    int line, col;           /* where it is made */
+    int stage;               /* the stage that makes it; -1 for inputs and constants */
+    size_t input;            /* ORIGIN_INPUT: the index of the pipeline's input */
+    size_t def;              /* ORIGIN_RESULT: the instruction that makes it */
+    bool depends;            /* made from the foreach block */
+    bool joined;             /* kept from a foreach stage: the blocks' values joined */
+    struct tr_value joined_meta; /* ... into this, along dimension 0 */
+    /* liveness: the instruction after which its handle is released
+     * (LIVE_FOREVER: the end of the run); LIVE_UNUSED when nothing reads it */
+    size_t last_use;
+    bool kept;               /* some stage keeps it (keep:, or needed later) */
+};
+
+#define LIVE_UNUSED SIZE_MAX
+#define LIVE_FOREVER (SIZE_MAX - 1)
+
+enum operand_kind {
+    OPERAND_CONST,  /* constant: a number, None, a dtype, a string, a list of constants */
+    OPERAND_VALUE,  /* a value of the table */
+    OPERAND_LIST    /* a list with at least one value in it: cat([a, b]) */
+};
+
+struct operand {
+    enum operand_kind kind;
+    uint32_t value;              /* OPERAND_VALUE */
+    struct tr_value meta;        /* OPERAND_CONST: the constant; else what the value or list is */
+    size_t count;                /* OPERAND_LIST */
+    struct operand *items;
+};
+
+enum subscript_kind { SUB_INDEX, SUB_SLICE, SUB_NEWAXIS, SUB_ELLIPSIS };
+
+/* One subscript of x[...]: an index (part[0]), or a slice's start, stop
+ * and step (each an integer operand or the constant None). */
+struct subscript {
+    enum subscript_kind kind;
+    struct operand part[3];
+};
+
+enum instr_kind {
+    INSTR_OP,       /* one tr_op_run */
+    INSTR_INDEX,    /* x[...]: NumPy basic indexing, a view of args[0] */
+    INSTR_WRITE     /* an output file written from args (its members' values) */
+};
+
+struct instr {
+    enum instr_kind kind;
+    const struct tr_op_info *op;              /* INSTR_OP */
+    int nargs;                                /* INSTR_OP: op->nparams */
+    struct operand args[TR_OP_MAX_PARAMS];    /* INSTR_WRITE: see wargs */
+    int nresults;
+    uint32_t results[TR_OP_MAX_RESULTS];
+    struct subscript *subs;                   /* INSTR_INDEX */
+    size_t nsubs;
+    size_t group;                             /* INSTR_WRITE: the output group */
+    uint32_t *wargs;                          /* INSTR_WRITE: one value per member */
+    size_t nwargs;
+    int stage;                                /* -1: before the first stage */
+    int statement;                            /* the statement of the stage it lowers */
+    int line, col;                            /* the expression, for errors */
+    /* liveness: the values whose handles are released after it */
+    uint32_t *dies;
+    size_t ndies;
+    /* place: the output group whose file results[0] is computed into, or -1 */
+    ptrdiff_t dest_group;
+};
+
+/* The outputs that go to one file, written by one INSTR_WRITE. */
+struct output_group {
+    const char *path;
+    size_t *members;             /* indices into pipeline->outputs */
+    size_t nmembers;
+    size_t write;                /* its INSTR_WRITE */
+    /* one value alone, in its own dtype, to an uncompressed .npy or raw
+     * file: the file's memory can be the value's (see place.h) */
+    bool mappable;
+};
+
+struct program_stage {
+    size_t first, count;         /* its instructions */
+    uint32_t *kept;              /* what its keep: names, as values (liveness input) */
+    size_t nkept;
+    uint32_t *keeps;             /* tensor values made here or before, alive after it */
+    size_t nkeeps;
+    uint32_t over, block;        /* foreach: the value cut into blocks, and the block
+                                    (VALUE_NONE when not a foreach stage) */
+};
+
+struct program_arena;
+
+struct program {
+    struct value *values;
+    size_t nvalues, values_cap;
+    struct instr *instrs;        /* the prologue first (writes of inputs only), then the stages */
+    size_t ninstrs, instrs_cap;
+    size_t nprologue;
+    struct program_stage *stages;
+    size_t nstages;
+    struct output_group *groups;
+    size_t ngroups;
+    uint32_t *outputs;           /* the value each pipeline output writes (VALUE_NONE: none) */
+    size_t noutputs;
+    uint32_t *finals;            /* values read once every stage has run (printed as text) */
+    size_t nfinals;
+    struct program_arena *arena;
+};
+
+struct program *program_new(size_t nstages, size_t noutputs);
+void program_free(struct program *prog);
+
+/* Memory freed with the program (zeroed); NULL when out of memory. */
+void *program_alloc(struct program *prog, size_t bytes);
+
+/* A new value, VALUE_NONE when out of memory. */
+uint32_t program_add_value(struct program *prog, const struct value *v);
+/* A new instruction in stage (-1: the prologue, which is only possible
+ * before any stage has one); NULL when out of memory.  Instructions are
+ * added stage by stage, in order. */
+struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind kind);
+/* Drops the instructions from index n on and the values from v on (the
+ * typing of a foreach stage's shorter last block). */
+void program_truncate(struct program *prog, size_t n, size_t v);
+
+/* Whether op makes views of its argument rather than new memory. */
+bool op_is_view(const struct tr_op_info *op);
+
+/* Calls fn for every value an instruction reads (repeats included). */
+void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx);
+
+#endif /* TR_CLI_PROGRAM_H */

@@ -1,0 +1,420 @@
+/*
+ * program_print.c - the program as `tensorrun validate` and `--dry-run`
+ * print it (tensorrun(1), THE PROGRAM): for people, one line per
+ * instruction with its values, their dtypes, shapes and pool bytes, and
+ * where each value dies; for scripts, the same as one JSON object.
+ */
+#include "config.h"
+
+#include "program_print.h"
+
+#include <jansson.h>
+#include <string.h>
+
+static bool is_view_result(const struct program *prog, const struct value *v)
+{
+    const struct instr *in;
+
+    if (v->origin != ORIGIN_RESULT)
+        return false;
+    in = &prog->instrs[v->def];
+    return in->kind == INSTR_INDEX || (in->kind == INSTR_OP && op_is_view(in->op));
+}
+
+/* The pool bytes a value's result takes: none for views, inputs,
+ * constants and what is computed into an output file. */
+static uint64_t pool_bytes(const struct program *prog, const struct value *v)
+{
+    if (v->origin != ORIGIN_RESULT || v->meta.kind != TR_VALUE_TENSOR || is_view_result(prog, v))
+        return 0;
+    if (prog->instrs[v->def].dest_group >= 0 && prog->instrs[v->def].results[0] ==
+                                                    (uint32_t)(v - prog->values))
+        return 0;
+    return plan_tensor_bytes(&v->meta);
+}
+
+/* ------------------------------------------------------------ text */
+
+static void print_operand(const struct program *prog, const struct operand *o, FILE *out)
+{
+    char buf[200];
+
+    switch (o->kind) {
+    case OPERAND_VALUE:
+        fprintf(out, "%%%u", o->value);
+        break;
+    case OPERAND_LIST:
+        fputc('[', out);
+        for (size_t i = 0; i < o->count; i++) {
+            if (i)
+                fputs(", ", out);
+            print_operand(prog, &o->items[i], out);
+        }
+        fputc(']', out);
+        break;
+    default:
+        fputs(plan_describe(&o->meta, buf, sizeof buf), out);
+    }
+}
+
+/* op(%1, %2, dim=-1): tensors and lists by position, the rest by name. */
+static void print_call(const struct program *prog, const struct instr *in, FILE *out)
+{
+    static const char *const sub_words[] = {"", "", "None", "..."};
+
+    if (in->kind == INSTR_INDEX) {
+        fprintf(out, "%%%u[", in->args[0].value);
+        for (size_t s = 0; s < in->nsubs; s++) {
+            const struct subscript *sub = &in->subs[s];
+            if (s)
+                fputs(", ", out);
+            if (sub->kind == SUB_INDEX)
+                print_operand(prog, &sub->part[0], out);
+            else if (sub->kind != SUB_SLICE)
+                fputs(sub_words[sub->kind], out);
+            for (int k = 0; sub->kind == SUB_SLICE && k < 3; k++) {
+                if (k)
+                    fputc(':', out);
+                if (sub->part[k].meta.kind != TR_VALUE_NONE)
+                    print_operand(prog, &sub->part[k], out);
+            }
+        }
+        fputc(']', out);
+        return;
+    }
+    fprintf(out, "%s(", in->op->name);
+    for (int i = 0; i < in->nargs; i++) {
+        const struct operand *o = &in->args[i];
+        if (i)
+            fputs(", ", out);
+        if (o->kind == OPERAND_CONST && in->op->params[i].kind != TR_PARAM_TENSOR &&
+            in->op->params[i].kind != TR_PARAM_TENSORS)
+            fprintf(out, "%s=", in->op->params[i].name);
+        print_operand(prog, o, out);
+    }
+    fputc(')', out);
+}
+
+static void print_dies(const struct instr *in, FILE *out)
+{
+    if (!in->ndies)
+        return;
+    fputs("   frees", out);
+    for (size_t i = 0; i < in->ndies; i++)
+        fprintf(out, "%s %%%u", i ? "," : "", in->dies[i]);
+}
+
+static void print_instr(const struct plan *plan, size_t at, FILE *out)
+{
+    const struct program *prog = plan->program;
+    const struct instr *in = &prog->instrs[at];
+    char call[400], id[64], type[200], bytes[32];
+    FILE *mem;
+
+    if (in->kind == INSTR_WRITE) {
+        const struct output_group *g = &prog->groups[in->group];
+        fprintf(out, "    write %s:", g->path);
+        for (size_t m = 0; m < g->nmembers; m++)
+            fprintf(out, " %s (%%%u)", plan->pipeline->outputs[g->members[m]].name,
+                    in->wargs[m]);
+        print_dies(in, out);
+        fputc('\n', out);
+        return;
+    }
+    mem = fmemopen(call, sizeof call, "w");
+    if (mem) {
+        print_call(prog, in, mem);
+        fclose(mem);
+    } else {
+        snprintf(call, sizeof call, "?");
+    }
+    for (int r = 0; r < in->nresults; r++) {
+        const struct value *v = &prog->values[in->results[r]];
+        uint64_t b = pool_bytes(prog, v);
+        snprintf(id, sizeof id, "%%%u%s%s", in->results[r], v->name ? " " : "",
+                 v->name ? v->name : "");
+        plan_describe(&v->meta, type, sizeof type);
+        if (r == 0 && in->dest_group >= 0)
+            snprintf(bytes, sizeof bytes, "into %s", prog->groups[in->dest_group].path);
+        else if (is_view_result(prog, v))
+            snprintf(bytes, sizeof bytes, "view");
+        else
+            tr_format_bytes(b, bytes, sizeof bytes);
+        fprintf(out, "    %-12s = %-48s %-18s %s", id, r == 0 ? call : "  (its next result)", type,
+                bytes);
+        if (r == in->nresults - 1)
+            print_dies(in, out);
+        fputc('\n', out);
+    }
+}
+
+void program_print(const struct plan *plan, FILE *out)
+{
+    const struct pipeline *p = plan->pipeline;
+    const struct program *prog = plan->program;
+    char a[200], b[32], dev[TR_DEVICE_NAME_MAX];
+    size_t peak_stage = 0;
+
+    fprintf(out, "pipeline %s%s%s%s (format %d)\n", p->path, p->name ? " \"" : "",
+            p->name ? p->name : "", p->name ? "\"" : "", p->version);
+    for (size_t v = 0, n = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        if (pv->origin != ORIGIN_CONSTANT || pv->stage >= 0)
+            continue;
+        if (n++ == 0)
+            fprintf(out, "params:\n");
+        fprintf(out, "    %%%-3zu %-14s %s\n", v, pv->name, plan_describe(&pv->meta, a, sizeof a));
+    }
+    for (size_t v = 0, n = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        const struct plan_input *in;
+        if (pv->origin != ORIGIN_INPUT)
+            continue;
+        in = &plan->inputs[pv->input];
+        if (n++ == 0)
+            fprintf(out, "inputs (mapped inputs are read in place, not pool memory):\n");
+        fprintf(out, "    %%%-3zu %-14s %-24s %s%s%s", v, pv->name,
+                plan_describe(&pv->meta, a, sizeof a), in->input->path,
+                in->mapped_bytes ? ", mapped " : "",
+                in->mapped_bytes ? tr_format_bytes(in->mapped_bytes, b, sizeof b) : "");
+        if (pv->last_use == LIVE_UNUSED)
+            fprintf(out, "   (unused)");
+        fputc('\n', out);
+    }
+    if (prog->nprologue)
+        fprintf(out, "before the stages:\n");
+    for (size_t i = 0; i < prog->nprologue; i++)
+        print_instr(plan, i, out);
+    for (size_t s = 0; s < plan->nstages; s++) {
+        const struct plan_stage *ps = &plan->stages[s];
+        const struct program_stage *pst = &prog->stages[s];
+        fprintf(out, "stage %zu \"%s\" on %s", s + 1, ps->stage->name ? ps->stage->name : "?",
+                tr_device_format(ps->device, dev, sizeof dev));
+        if (ps->stage->has_foreach)
+            fprintf(out, ", foreach %s by %lld rows (%lld block%s)", ps->stage->foreach_over,
+                    (long long)ps->stage->foreach_size, (long long)ps->foreach_blocks,
+                    ps->foreach_blocks == 1 ? "" : "s");
+        fprintf(out, ":\n");
+        for (size_t v = 0; v < prog->nvalues; v++) {
+            const struct value *pv = &prog->values[v];
+            char id[64];
+            if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s)
+                continue;
+            snprintf(id, sizeof id, "%%%zu %s", v, pv->name);
+            if (v == pst->block)
+                fprintf(out, "    %-12s = %-48s %-18s view\n", id, "(each block of the foreach)",
+                        plan_describe(&pv->meta, a, sizeof a));
+            else
+                fprintf(out, "    %-12s = %-48s int\n", id, "(set as each block runs)");
+        }
+        for (size_t i = pst->first; i < pst->first + pst->count; i++)
+            print_instr(plan, i, out);
+        for (size_t v = 0; v < prog->nvalues; v++) {
+            const struct value *pv = &prog->values[v];
+            if (pv->origin == ORIGIN_CONSTANT && pv->stage == (int)s)
+                fprintf(out, "    %%%-3zu %-7s = %s\n", v, pv->name,
+                        plan_describe(&pv->meta, a, sizeof a));
+        }
+        fprintf(out, "  keeps:");
+        for (size_t k = 0, n = 0; k < pst->nkeeps; k++) {
+            const struct value *pv = &prog->values[pst->keeps[k]];
+            if (pv->origin == ORIGIN_INPUT)
+                continue;
+            fprintf(out, "%s %%%u%s%s %s", n++ ? "," : "", pst->keeps[k], pv->name ? " " : "",
+                    pv->name ? pv->name : "",
+                    plan_describe(pv->joined ? &pv->joined_meta : &pv->meta, a, sizeof a));
+            if (pv->joined)
+                fprintf(out, " (the blocks' joined)");
+        }
+        fprintf(out, "%s (%s)\n", ps->nlive ? "" : " nothing",
+                tr_format_bytes(ps->live_bytes, b, sizeof b));
+        fprintf(out, "  largest live: %s\n", tr_format_bytes(ps->peak_bytes, b, sizeof b));
+        if (ps->peak_bytes > plan->stages[peak_stage].peak_bytes)
+            peak_stage = s;
+    }
+    if (p->noutputs)
+        fprintf(out, "outputs:\n");
+    for (size_t o = 0; o < p->noutputs; o++) {
+        const struct output *out_ = &p->outputs[o];
+        uint32_t id = prog->outputs[o];
+        struct tr_value meta = id != VALUE_NONE ? prog->values[id].meta : (struct tr_value){0};
+        char ref[16] = "";
+        if (out_->dtype != TR_DTYPE_COUNT)
+            meta.dtype = out_->dtype;
+        if (id != VALUE_NONE)
+            snprintf(ref, sizeof ref, "%%%u", id);
+        fprintf(out, "    %-6s %-14s %-24s -> %s%s%s%s\n", ref, out_->name,
+                id != VALUE_NONE ? plan_describe(&meta, a, sizeof a) : "?",
+                out_->as_text ? "standard output, as text" : out_->path,
+                out_->key ? " key " : "", out_->key ? out_->key : "",
+                id != VALUE_NONE && prog->values[id].origin == ORIGIN_RESULT &&
+                        prog->instrs[prog->values[id].def].dest_group >= 0
+                    ? " (computed in place)"
+                    : "");
+    }
+    fprintf(out, "total: largest live %s", tr_format_bytes(plan->peak_bytes, b, sizeof b));
+    if (plan->nstages)
+        fprintf(out, " (stage \"%s\")", plan->stages[peak_stage].stage->name);
+    fprintf(out, ", mapped %s\n", tr_format_bytes(plan->mapped_bytes, b, sizeof b));
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static json_t *json_meta(const struct tr_value *v)
+{
+    json_t *o = json_object();
+    char buf[400];
+
+    if (v->kind == TR_VALUE_TENSOR) {
+        json_t *shape = json_array();
+        char dev[TR_DEVICE_NAME_MAX];
+        for (int d = 0; d < v->ndim; d++)
+            json_array_append_new(shape, json_integer(v->shape[d]));
+        json_object_set_new(o, "dtype", json_string(tr_dtype_name(v->dtype)));
+        json_object_set_new(o, "shape", shape);
+        json_object_set_new(o, "device", json_string(tr_device_format(v->device, dev, sizeof dev)));
+        if (v->weak)
+            json_object_set_new(o, "weak", json_true());
+    } else if (v->kind == TR_VALUE_INT && !v->known) {
+        json_object_set_new(o, "constant", json_null());
+    } else {
+        json_object_set_new(o, "constant", json_string(plan_describe(v, buf, sizeof buf)));
+    }
+    return o;
+}
+
+static json_t *json_operand(const struct operand *o)
+{
+    char buf[400];
+
+    if (o->kind == OPERAND_VALUE)
+        return json_pack("{s:I}", "value", (json_int_t)o->value);
+    if (o->kind == OPERAND_LIST) {
+        json_t *items = json_array();
+        for (size_t i = 0; i < o->count; i++)
+            json_array_append_new(items, json_operand(&o->items[i]));
+        return json_pack("{s:o}", "list", items);
+    }
+    return json_pack("{s:s}", "constant", plan_describe(&o->meta, buf, sizeof buf));
+}
+
+static const char *const origin_words[] = {"input", "constant", "result", "builtin"};
+static const char *const kind_words[] = {"op", "index", "write"};
+
+static json_t *json_ids(const uint32_t *ids, size_t n)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ids[i]));
+    return a;
+}
+
+static json_t *json_instr(const struct plan *plan, size_t at)
+{
+    const struct program *prog = plan->program;
+    const struct instr *in = &prog->instrs[at];
+    json_t *o = json_object(), *args = json_array();
+
+    json_object_set_new(o, "index", json_integer((json_int_t)at));
+    json_object_set_new(o, "kind", json_string(kind_words[in->kind]));
+    if (in->kind == INSTR_OP)
+        json_object_set_new(o, "op", json_string(in->op->name));
+    if (in->kind == INSTR_WRITE) {
+        json_object_set_new(o, "path", json_string(prog->groups[in->group].path));
+        json_object_set_new(o, "values", json_ids(in->wargs, in->nwargs));
+    } else {
+        for (int i = 0; i < in->nargs; i++) {
+            json_t *arg = json_operand(&in->args[i]);
+            if (in->kind == INSTR_OP)
+                json_object_set_new(arg, "param", json_string(in->op->params[i].name));
+            json_array_append_new(args, arg);
+        }
+        for (size_t s = 0; s < in->nsubs; s++) {
+            static const char *const sub_words[] = {"index", "slice", "newaxis", "ellipsis"};
+            json_t *sub = json_pack("{s:s}", "subscript", sub_words[in->subs[s].kind]);
+            json_t *parts = json_array();
+            for (int k = 0; k < (in->subs[s].kind == SUB_SLICE ? 3 : in->subs[s].kind == SUB_INDEX);
+                 k++)
+                json_array_append_new(parts, json_operand(&in->subs[s].part[k]));
+            json_object_set_new(sub, "parts", parts);
+            json_array_append_new(args, sub);
+        }
+        json_object_set_new(o, "results", json_ids(in->results, (size_t)in->nresults));
+    }
+    json_object_set_new(o, "args", args);
+    json_object_set_new(o, "frees", json_ids(in->dies, in->ndies));
+    json_object_set_new(o, "destination",
+                        in->dest_group >= 0 ? json_string(prog->groups[in->dest_group].path)
+                                            : json_null());
+    json_object_set_new(o, "line", json_integer(in->line));
+    json_object_set_new(o, "col", json_integer(in->col));
+    return o;
+}
+
+void program_print_json(const struct plan *plan, FILE *out)
+{
+    const struct pipeline *p = plan->pipeline;
+    const struct program *prog = plan->program;
+    json_t *root = json_object(), *values = json_array(), *stages = json_array();
+    json_t *outputs = json_array(), *prologue = json_array();
+    char dev[TR_DEVICE_NAME_MAX];
+
+    json_object_set_new(root, "pipeline", json_string(p->path));
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        json_t *o = json_meta(&pv->meta);
+        json_object_set_new(o, "id", json_integer((json_int_t)v));
+        json_object_set_new(o, "name", pv->name ? json_string(pv->name) : json_null());
+        json_object_set_new(o, "origin", json_string(origin_words[pv->origin]));
+        json_object_set_new(o, "stage", pv->stage >= 0 ? json_integer(pv->stage) : json_null());
+        json_object_set_new(o, "line", json_integer(pv->line));
+        json_object_set_new(o, "col", json_integer(pv->col));
+        json_object_set_new(o, "pool_bytes", json_integer((json_int_t)pool_bytes(prog, pv)));
+        json_object_set_new(o, "view", json_boolean(is_view_result(prog, pv)));
+        json_object_set_new(o, "freed_after",
+                            pv->last_use < prog->ninstrs ? json_integer((json_int_t)pv->last_use)
+                                                         : json_null());
+        json_object_set_new(o, "lives_to_end", json_boolean(pv->last_use == LIVE_FOREVER));
+        json_array_append_new(values, o);
+    }
+    for (size_t i = 0; i < prog->nprologue; i++)
+        json_array_append_new(prologue, json_instr(plan, i));
+    for (size_t s = 0; s < plan->nstages; s++) {
+        const struct plan_stage *ps = &plan->stages[s];
+        const struct program_stage *pst = &prog->stages[s];
+        json_t *o = json_object(), *instrs = json_array();
+        for (size_t i = pst->first; i < pst->first + pst->count; i++)
+            json_array_append_new(instrs, json_instr(plan, i));
+        json_object_set_new(o, "name", json_string(ps->stage->name ? ps->stage->name : "?"));
+        json_object_set_new(o, "device", json_string(tr_device_format(ps->device, dev, sizeof dev)));
+        json_object_set_new(o, "instructions", instrs);
+        json_object_set_new(o, "keeps", json_ids(pst->keeps, pst->nkeeps));
+        json_object_set_new(o, "fused_groups", json_array());
+        json_object_set_new(o, "largest_live_bytes", json_integer((json_int_t)ps->peak_bytes));
+        if (ps->stage->has_foreach) {
+            json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));
+            json_object_set_new(o, "foreach_size", json_integer(ps->stage->foreach_size));
+            json_object_set_new(o, "foreach_blocks", json_integer(ps->foreach_blocks));
+        }
+        json_array_append_new(stages, o);
+    }
+    for (size_t o = 0; o < p->noutputs; o++) {
+        const struct output *po = &p->outputs[o];
+        uint32_t id = prog->outputs[o];
+        json_t *j = json_object();
+        json_object_set_new(j, "name", json_string(po->name));
+        json_object_set_new(j, "path", po->as_text ? json_null() : json_string(po->path));
+        json_object_set_new(j, "value", id != VALUE_NONE ? json_integer(id) : json_null());
+        json_object_set_new(j, "as_text", json_boolean(po->as_text));
+        json_array_append_new(outputs, j);
+    }
+    json_object_set_new(root, "values", values);
+    json_object_set_new(root, "before_stages", prologue);
+    json_object_set_new(root, "stages", stages);
+    json_object_set_new(root, "outputs", outputs);
+    json_object_set_new(root, "mapped_bytes", json_integer((json_int_t)plan->mapped_bytes));
+    json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    fputc('\n', out);
+    json_decref(root);
+}

@@ -1,0 +1,183 @@
+/*
+ * test_liveness.c - the liveness and place passes on programs built by
+ * hand: where each value dies, what each stage keeps, and which result an
+ * output file may hold.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "liveness.h"
+#include "place.h"
+#include "tap.h"
+
+static struct tr_value tensor(int64_t n)
+{
+    struct tr_value v = {.kind = TR_VALUE_TENSOR, .dtype = TR_DTYPE_F32, .ndim = 1};
+
+    v.shape[0] = n;
+    v.device = TR_CPU;
+    return v;
+}
+
+static uint32_t input(struct program *prog, const char *name)
+{
+    struct value v = {.meta = tensor(8), .origin = ORIGIN_INPUT, .name = name, .stage = -1};
+
+    return program_add_value(prog, &v);
+}
+
+static struct operand val(uint32_t id)
+{
+    struct operand o = {.kind = OPERAND_VALUE, .value = id};
+
+    return o;
+}
+
+static struct operand num(double x)
+{
+    struct operand o = {.kind = OPERAND_CONST};
+
+    o.meta.kind = TR_VALUE_FLOAT;
+    o.meta.number = x;
+    o.meta.known = o.meta.weak = true;
+    return o;
+}
+
+/* Emits op(a, b) (b may be a constant) in stage; returns its result. */
+static uint32_t binary(struct program *prog, int stage, enum tr_op_id id, struct operand a,
+                       struct operand b, const char *name)
+{
+    struct instr *in = program_add_instr(prog, stage, INSTR_OP);
+    struct value v = {.meta = tensor(8), .origin = ORIGIN_RESULT, .name = name, .stage = stage};
+    uint32_t r;
+
+    v.def = prog->ninstrs - 1;
+    r = program_add_value(prog, &v);
+    in = &prog->instrs[prog->ninstrs - 1];
+    in->op = tr_op_get(id);
+    in->nargs = 2;
+    in->args[0] = a;
+    in->args[1] = b;
+    in->nresults = 1;
+    in->results[0] = r;
+    return r;
+}
+
+static size_t write_of(struct program *prog, int stage, uint32_t value, size_t group)
+{
+    struct instr *in = program_add_instr(prog, stage, INSTR_WRITE);
+
+    in->group = group;
+    in->wargs = program_alloc(prog, sizeof *in->wargs);
+    in->wargs[0] = value;
+    in->nwargs = 1;
+    prog->groups[group].write = prog->ninstrs - 1;
+    prog->groups[group].members = program_alloc(prog, sizeof *prog->groups[group].members);
+    prog->groups[group].members[0] = group;
+    prog->groups[group].nmembers = 1;
+    prog->groups[group].mappable = true;
+    prog->groups[group].path = "out.npy";
+    prog->outputs[group] = value;
+    prog->ngroups = group + 1;
+    return prog->ninstrs - 1;
+}
+
+static bool dies_after(const struct program *prog, size_t at, uint32_t value)
+{
+    for (size_t i = 0; i < prog->instrs[at].ndies; i++)
+        if (prog->instrs[at].dies[i] == value)
+            return true;
+    return false;
+}
+
+/* y = x * 2 + 1 into out.npy: each temporary dies where it is read, the
+ * file's value after its write, and the last op computes into the file. */
+static void test_chain(void)
+{
+    struct program *prog = program_new(1, 1);
+    uint32_t x = input(prog, "x");
+    uint32_t t = binary(prog, 0, TR_OP_MUL, val(x), num(2), NULL);
+    uint32_t y = binary(prog, 0, TR_OP_ADD, val(t), num(1), "y");
+    size_t w = write_of(prog, 0, y, 0);
+
+    ok(liveness_run(prog), "liveness runs");
+    is_int(prog->values[x].last_use, 0, "x dies after the mul");
+    is_int(prog->values[t].last_use, 1, "the temporary dies after the add");
+    is_int(prog->values[y].last_use, w, "y dies after its write");
+    ok(dies_after(prog, 0, x) && dies_after(prog, 1, t) && dies_after(prog, w, y),
+       "each instruction lists what dies after it");
+    is_int(prog->stages[0].nkeeps, 0, "the stage keeps nothing");
+    place_run(prog);
+    is_int(prog->instrs[1].dest_group, 0, "the add computes into the output file");
+    is_int(prog->instrs[0].dest_group, -1, "the mul does not");
+    program_free(prog);
+}
+
+/* A value read by a later stage is kept by every stage in between; one
+ * read again after the output's write is not computed into the file. */
+static void test_stages(void)
+{
+    struct program *prog = program_new(3, 1);
+    uint32_t x = input(prog, "x");
+    uint32_t a = binary(prog, 0, TR_OP_MUL, val(x), num(2), "a");
+    size_t w = write_of(prog, 0, a, 0);
+    uint32_t b = binary(prog, 1, TR_OP_ADD, val(x), num(1), "b");
+    uint32_t c = binary(prog, 2, TR_OP_ADD, val(a), val(b), "c");
+
+    ok(liveness_run(prog), "liveness runs");
+    is_int(prog->values[a].last_use, 3, "a lives until stage 3 reads it");
+    is_int(prog->stages[0].nkeeps, 2, "stage 1 keeps x and a");
+    ok(prog->stages[1].nkeeps == 2 && prog->stages[1].keeps[0] == a &&
+           prog->stages[1].keeps[1] == b,
+       "stage 2 keeps a and b (x is read no more)");
+    is_int(prog->values[c].last_use, 3, "a result nothing reads dies where it is made");
+    place_run(prog);
+    is_int(prog->instrs[0].dest_group, -1, "a, read after its write, takes no file memory");
+    (void)w;
+    program_free(prog);
+}
+
+/* keep: holds a value past its stage even when nothing reads it; a
+ * value printed at the end lives to the end. */
+static void test_keep_and_finals(void)
+{
+    struct program *prog = program_new(2, 0);
+    uint32_t x = input(prog, "x");
+    uint32_t a = binary(prog, 0, TR_OP_MUL, val(x), num(2), "a");
+    uint32_t b = binary(prog, 1, TR_OP_ADD, val(x), num(1), "b");
+
+    prog->stages[0].kept = program_alloc(prog, sizeof(uint32_t));
+    prog->stages[0].kept[0] = a;
+    prog->stages[0].nkept = 1;
+    prog->finals = program_alloc(prog, sizeof(uint32_t));
+    prog->finals[0] = b;
+    prog->nfinals = 1;
+    ok(liveness_run(prog), "liveness runs");
+    is_int(prog->values[a].last_use, 1, "a kept lives into the next stage's first instruction");
+    ok(prog->values[a].kept, "a is marked kept");
+    ok(prog->values[b].last_use == LIVE_FOREVER, "b, printed at the end, lives to the end");
+    is_int(prog->stages[1].nkeeps, 1, "stage 2 keeps b for the end");
+    program_free(prog);
+}
+
+/* An input nothing reads is never kept. */
+static void test_unused_input(void)
+{
+    struct program *prog = program_new(1, 0);
+    uint32_t x = input(prog, "x"), y = input(prog, "y");
+
+    binary(prog, 0, TR_OP_MUL, val(x), num(2), "a");
+    ok(liveness_run(prog), "liveness runs");
+    ok(prog->values[y].last_use == LIVE_UNUSED, "an unread input stays unused");
+    program_free(prog);
+}
+
+int main(void)
+{
+    test_chain();
+    test_stages();
+    test_keep_and_finals();
+    test_unused_input();
+    return done_testing();
+}
