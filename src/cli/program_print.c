@@ -99,7 +99,7 @@ static void print_dies(const struct instr *in, FILE *out)
 {
     if (!in->ndies)
         return;
-    fputs("   frees", out);
+    fputs(" frees", out);
     for (size_t i = 0; i < in->ndies; i++)
         fprintf(out, "%s %%%u", i ? "," : "", in->dies[i]);
 }
@@ -140,8 +140,8 @@ static void print_instr(const struct plan *plan, size_t at, FILE *out)
             snprintf(bytes, sizeof bytes, "view");
         else
             tr_format_bytes(b, bytes, sizeof bytes);
-        fprintf(out, "    %-12s = %-48s %-18s %s", id, r == 0 ? call : "  (its next result)", type,
-                bytes);
+        fprintf(out, "    %-12s = %-48s %-18s %-*s", id, r == 0 ? call : "  (its next result)",
+                type, r == in->nresults - 1 && in->ndies ? 10 : 0, bytes);
         if (r == in->nresults - 1)
             print_dies(in, out);
         fputc('\n', out);
