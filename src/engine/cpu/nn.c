@@ -189,7 +189,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         for (int pass = 0; pass < 2; pass++) {                               \
             for (int64_t b = 0; b < nb; b++) {                               \
                 int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK; \
-                const T *v = block_##SUF(j, w, line, x, l, b, n);               \
+                const T *v = block_##SUF(j, w, line, x, l, b, n);            \
                 switch (j->kind) {                                           \
                 case K_SOFTMAX:                                              \
                 case K_LOG_SOFTMAX:                                          \
@@ -249,7 +249,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         /* the results, block by block */                                    \
         for (int64_t b = 0; b < nb; b++) {                                   \
             int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK, first = b * BLOCK; \
-            const T *v = block_##SUF(j, w, line, x, l, b, n);                   \
+            const T *v = block_##SUF(j, w, line, x, l, b, n);                \
             T *dst = given      ? given + first                              \
                      : j->direct ? (T *)(void *)y + first                     \
                                  : (T *)(void *)w->out;                       \
@@ -456,8 +456,8 @@ static bool work_alloc(const struct job *j, struct work *w)
         tr__stage_init(&w->stage, &j->store, (uint64_t)(j->stage_lines * j->line_bytes));
     if (j->src)
         w->scratch = tr__source_scratch(j->src);
-    if ((j->src && !w->scratch) || (line && !w->line) || (!j->cached && !w->block) || (out && !w->out) ||
-        (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
+    if ((j->src && !w->scratch) || (line && !w->line) || (!j->cached && !w->block) ||
+        (out && !w->out) || (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
         (j->store.fn && !w->stage.buf)) {
         work_free(w);
         return false;

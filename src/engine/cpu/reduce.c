@@ -527,6 +527,7 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
     const int64_t *sp;
     int nk = 0, nr = 0;
 
+    p->src = NULL;
     tr__byte_strides(x, strides);
     for (int d = 0; d < x->ndim; d++) {
         if (flags[d]) {
