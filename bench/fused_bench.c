@@ -198,7 +198,7 @@ int main(int argc, char **argv)
         tr_release(s);
 
         t0 = now();
-#pragma omp parallel for reduction(+ : acc) schedule(static)
+#pragma omp parallel for simd reduction(+ : acc) schedule(static)
         for (int64_t i = 0; i < n; i++)
             acc += xd[i];
         t_stream[t] = now() - t0;
