@@ -231,13 +231,18 @@ struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype)
     return t;
 }
 
+bool tr__operand_rounds(enum tr_dtype t, enum tr_dtype result)
+{
+    return (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) && tr_dtype_is_integer(t) &&
+           tr_dtype_size(t) > 1;
+}
+
 struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
                               enum tr_dtype compute)
 {
     const struct tr_tensor *t = arg->tensor;
 
-    if (t && (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) &&
-        tr_dtype_is_integer(t->dtype) && tr_dtype_size(t->dtype) > 1)
+    if (t && tr__operand_rounds(t->dtype, result))
         return tr_cast(arg->tensor, result);
     if (!t && (result == TR_DTYPE_F16 || result == TR_DTYPE_BF16) &&
         (arg->value.kind == TR_VALUE_INT || arg->value.kind == TR_VALUE_FLOAT)) {

@@ -95,6 +95,8 @@ struct tr_tensor *tr__arg_tensor(const struct tr_arg *arg, enum tr_dtype dtype);
  * that dtype (a copy), as promotion says: 70000 is inf as f16. */
 struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
                               enum tr_dtype compute);
+/* Whether tr__operand rounds a tensor of dtype t to result first. */
+bool tr__operand_rounds(enum tr_dtype t, enum tr_dtype result);
 
 /* The dtype a kernel computes values of dtype d in: f32 for the floats up
  * to f32 (f16 and bf16 are storage types), f64, i64 for signed integers

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../kernel_impl.h"
+#include "fused_impl.h"
 
 /* The loops of one op, by compute dtype; NULL where the op has none. */
 struct loops {
@@ -189,6 +189,10 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
 
 /* --------------------------------------------------------------- binary */
 
+/* omp simd: the loops vectorise despite the pointers' possible aliasing
+ * (outputs never overlap inputs except exactly, in place).  Each element
+ * is the same IEEE operation, or the same libm call (math.h declares no
+ * vector variants without -ffast-math), so the bits do not change. */
 #define BINARY(name, T, U, expr)                                             \
     static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
     {                                                                        \
@@ -196,6 +200,7 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
         const T *b = (const T *)(const void *)in[1];                         \
         U *y = (U *)(void *)out;                                             \
         (void)ctx;                                                           \
+        _Pragma("omp simd")                                                  \
         for (int64_t i = 0; i < n; i++) {                                    \
             T p = a[i], q = b[i];                                            \
             y[i] = (U)(expr);                                                \
@@ -487,4 +492,66 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
     }
     results[0] = y;
     return TR_OK;
+}
+
+/* ---------------------------------------------- described for fused.c */
+
+/* What the kernels above do, told rather than done: the loop, the compute
+ * dtypes and each operand's preparation, by the same tables and the same
+ * rules (fused_impl.h).  The bits of a fused chain depend on it agreeing
+ * with each kernel; tests/unit/test_fused.c compares the two on generated
+ * chains. */
+bool tr__ew_describe(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, struct tr__ew_desc *d)
+{
+    const struct loops *l = NULL;
+
+    memset(d, 0, sizeof *d);
+    if (op->info.id == TR_OP_CAST) {
+        /* tr_cast: each value converted straight to the dtype */
+        d->in_compute = d->out_compute = out->dtype;
+        d->nin = 1;
+        return true;
+    }
+    if (op->kernel == tr__k_unary) {
+        bool predicate = op->rule == TR__RULE_PREDICATE;
+        d->in_compute = tr__compute_dtype(predicate ? tr_value_dtype(&args[0].value)
+                                                    : out->dtype);
+        d->out_compute = predicate ? TR_DTYPE_BOOL : d->in_compute;
+        d->nin = 1;
+        if (op->info.id == TR_OP_GELU) {
+            static const struct loops none = {"gelu", gelu_none_f32, gelu_none_f64, NULL, NULL};
+            static const struct loops tanh_ = {"gelu", gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
+            l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
+        } else {
+            l = find_loops(unary_loops, op->info.name);
+        }
+    } else if (op->kernel == tr__k_binary) {
+        bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
+        d->in_compute = operand_dtype(op, args, out);
+        d->out_compute = to_bool ? TR_DTYPE_BOOL : d->in_compute;
+        d->nin = 2;
+        d->param[1] = 1;
+        d->prep[0] = d->prep[1] = TR__EW_OPERAND;
+        l = find_loops(binary_loops, op->info.name);
+    } else if (op->kernel == tr__k_select3) {
+        bool where = op->rule == TR__RULE_WHERE;
+        d->in_compute = d->out_compute = tr__compute_dtype(out->dtype);
+        for (int i = 0; i < 3; i++) {
+            if (args[i].value.kind == TR_VALUE_NONE && !args[i].tensor)
+                continue;
+            d->which |= i == 0 ? 0 : 1 << (i - 1);
+            d->param[d->nin] = i;
+            d->prep[d->nin++] = where && i == 0 ? TR__EW_TRUTH : TR__EW_OPERAND;
+        }
+        if (!where && d->which == 0) {
+            d->nin = 1; /* clamp without bounds: a copy */
+            return true;
+        }
+        l = where ? &where_loops : &clamp_loops;
+    } else {
+        return false;
+    }
+    d->fn = l ? pick(l, d->in_compute) : NULL;
+    return d->fn != NULL;
 }

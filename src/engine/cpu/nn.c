@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fused_impl.h"
 #include "reduce_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
@@ -64,6 +65,7 @@ struct job {
     struct tr__store store;  /* fn not NULL: y is streamed */
     int64_t line_bytes;      /* a line of y */
     int64_t stage_lines;     /* lines of y a thread's stage holds */
+    const struct tr__source *src; /* not NULL: x's values come from it */
 };
 
 /* A thread's buffers. */
@@ -76,6 +78,7 @@ struct work {
     char *raw;   /* TILE lines of x's or y's dtype, TILE_PITCH apart */
     char *sums;  /* nblocks partial sums (8 bytes each) */
     struct tr__stage stage; /* stage_lines finished lines of y, when streamed */
+    void *scratch;          /* the source's, when there is one */
 };
 
 /* f64 squares of the values, as norm reads them */
@@ -137,10 +140,14 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
     }                                                                        \
                                                                              \
     static const T *block_##SUF(const struct job *j, struct work *w, const T *line, \
-                                const char *x, int64_t b, int64_t n)         \
+                                const char *x, int64_t l, int64_t b, int64_t n) \
     {                                                                        \
         if (line)                                                            \
             return line + b * BLOCK;                                         \
+        if (j->src) {                                                        \
+            j->src->fetch(j->src, w->scratch, l, b * BLOCK, n, w->block, j->compute); \
+            return (const T *)(void *)w->block;                              \
+        }                                                                    \
         tr__cpu_cast_row(w->block, sizeof(T), j->compute, x + b * BLOCK * j->xstep, \
                          j->xstep, j->xdtype, n);                            \
         return (const T *)(const void *)w->block;                            \
@@ -167,18 +174,22 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
          * the exponentials, when it can */                                 \
         if (given) {                                                         \
             line = exps = given;                                             \
-        } else if (j->xdtype == j->compute && j->xstep == (int64_t)sizeof(T)) { \
+        } else if (!j->src && j->xdtype == j->compute &&                     \
+                   j->xstep == (int64_t)sizeof(T)) {                         \
             line = (T *)(uintptr_t)x;                                        \
             exps = j->direct ? (T *)(void *)y : (T *)(void *)w->line;        \
         } else if (j->cached) {                                              \
             line = exps = j->direct ? (T *)(void *)y : (T *)(void *)w->line; \
-            tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep,   \
-                             j->xdtype, len);                                \
+            if (j->src)                                                      \
+                j->src->fetch(j->src, w->scratch, l, 0, len, (char *)line, j->compute); \
+            else                                                             \
+                tr__cpu_cast_row((char *)line, sizeof(T), j->compute, x, j->xstep, \
+                                 j->xdtype, len);                            \
         }                                                                    \
         for (int pass = 0; pass < 2; pass++) {                               \
             for (int64_t b = 0; b < nb; b++) {                               \
                 int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK; \
-                const T *v = block_##SUF(j, w, line, x, b, n);               \
+                const T *v = block_##SUF(j, w, line, x, l, b, n);            \
                 switch (j->kind) {                                           \
                 case K_SOFTMAX:                                              \
                 case K_LOG_SOFTMAX:                                          \
@@ -238,7 +249,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
         /* the results, block by block */                                    \
         for (int64_t b = 0; b < nb; b++) {                                   \
             int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK, first = b * BLOCK; \
-            const T *v = block_##SUF(j, w, line, x, b, n);                   \
+            const T *v = block_##SUF(j, w, line, x, l, b, n);                \
             T *dst = given      ? given + first                              \
                      : j->direct ? (T *)(void *)y + first                     \
                                  : (T *)(void *)w->out;                       \
@@ -419,6 +430,7 @@ static void work_free(struct work *w)
     free(w->tmp);
     free(w->sums);
     free(w->stage.buf);
+    free(w->scratch);
 }
 
 static bool work_alloc(const struct job *j, struct work *w)
@@ -442,8 +454,10 @@ static bool work_alloc(const struct job *j, struct work *w)
     w->sums = malloc((size_t)j->nblocks * 8);
     if (j->store.fn)
         tr__stage_init(&w->stage, &j->store, (uint64_t)(j->stage_lines * j->line_bytes));
-    if ((line && !w->line) || (!j->cached && !w->block) || (out && !w->out) ||
-        (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
+    if (j->src)
+        w->scratch = tr__source_scratch(j->src);
+    if ((j->src && !w->scratch) || (line && !w->line) || (!j->cached && !w->block) ||
+        (out && !w->out) || (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
         (j->store.fn && !w->stage.buf)) {
         work_free(w);
         return false;
@@ -451,56 +465,67 @@ static bool work_alloc(const struct job *j, struct work *w)
     return true;
 }
 
-tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results);
-tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results)
+/* The dimension a row-wise op works along: dim, or the last one. */
+static tr_status line_dim(const struct tr__op *op, const struct tr_arg *args, int ndim, int *d)
 {
+    const struct tr_arg *dim_arg = tr__arg_named(op, args, "dim");
+
+    *d = 0;
+    if (ndim > 0 && dim_arg)
+        return tr__normalize_dim(op->info.name, (int)dim_arg->value.integer, ndim, d);
+    if (ndim > 0)
+        *d = ndim - 1; /* layer_norm and rms_norm: the last dimension */
+    return TR_OK;
+}
+
+/* The row-wise op of x, or of src's values when x is NULL, along d into y
+ * (out's dtype and shape), streamed through store when its fn is set. */
+static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
+                         const struct tr_value *out, const struct tr_tensor *x,
+                         const struct tr__source *src, int d, struct tr_tensor *y,
+                         const struct tr__store *store)
+{
+    static const char nothing[1]; /* x's base when the values come from src */
     const char *name = op->info.name;
-    const struct tr_arg *dim_arg = tr__arg_named(op, args, "dim"), *eps_arg = tr__arg_named(op, args, "eps");
-    int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
+    const struct tr_arg *eps_arg = tr__arg_named(op, args, "eps");
+    int64_t xs[TR_MAX_DIMS] = {0}, ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
         oys[TR_MAX_DIMS];
     const int64_t *sp[2] = {oxs, oys};
-    struct tr_tensor *x, *y = NULL;
+    const int64_t *xshape = x ? x->shape : src->shape;
+    int xndim = x ? x->ndim : src->ndim;
     void *weight = NULL, *bias = NULL;
     struct job j;
     int64_t units;
-    int d = 0, no = 0;
+    int no = 0;
     atomic_int store_error = 0;
     bool failed = false;
     tr_status s = TR_OK;
 
+    (void)out; /* y has its dtype and shape */
     memset(&j, 0, sizeof j);
     j.kind = kind_of(name);
-    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
-    if (!x)
-        return tr_last_status();
-    if (x->ndim > 0 && dim_arg)
-        s = tr__normalize_dim(name, (int)dim_arg->value.integer, x->ndim, &d);
-    else if (x->ndim > 0)
-        d = x->ndim - 1; /* layer_norm and rms_norm: the last dimension */
-    if (s == TR_OK) {
-        /* streamed when the lines are rows short enough for a stage */
-        bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
-        y = rows ? tr__stream_result(name, out, x->storage->device, &j.store)
-                 : tr__result(out, x->storage->device);
-        if (!y)
-            s = tr_last_status();
+    j.store = *store;
+    if (tr_tensor_numel(y) == 0)
+        return TR_OK;
+    if (src) {
+        bool flags[TR_MAX_DIMS] = {false};
+        if (xndim > 0)
+            flags[d] = true;
+        TR_FORWARD_IF_ERROR(src->bind(src, flags));
     }
-    if (s != TR_OK || tr_tensor_numel(y) == 0)
-        goto done;
     j.compute = tr__compute_dtype(y->dtype);
     j.len = 1;
-    tr__byte_strides(x, xs);
+    if (x)
+        tr__byte_strides(x, xs);
     tr__byte_strides(y, ys);
-    for (int i = 0; i < x->ndim; i++) {
+    for (int i = 0; i < xndim; i++) {
         if (i == d) {
-            j.len = x->shape[i];
+            j.len = xshape[i];
             j.xstep = xs[i];
             j.ystep = ys[i];
             continue;
         }
-        oshape[no] = x->shape[i];
+        oshape[no] = xshape[i];
         oxs[no] = xs[i];
         oys[no++] = ys[i];
     }
@@ -514,15 +539,17 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     j.nblocks = (j.len + BLOCK - 1) / BLOCK;
     j.cached = j.len <= LINE_CACHE;
     j.direct = j.ystep == (int64_t)tr_dtype_size(j.compute) && y->dtype == j.compute;
-    j.xbase = tr_tensor_data(x);
-    j.xdtype = x->dtype;
+    j.src = src;
+    j.xbase = x ? tr_tensor_data(x) : nothing;
+    j.xdtype = x ? x->dtype : src->dtype;
     j.ybase = tr_tensor_data_mut(y);
     j.ydtype = y->dtype;
     j.eps = eps_arg ? tr__number(&eps_arg->value) : 0;
     j.weight = weight;
     j.bias = bias;
-    j.tiled = j.len <= TILE_LEN && j.nlines > 1 &&
-              llabs(j.xstep) > (int64_t)tr_dtype_size(x->dtype) &&
+    /* a source reads a line's values where they are itself */
+    j.tiled = !src && j.len <= TILE_LEN && j.nlines > 1 &&
+              llabs(j.xstep) > (int64_t)tr_dtype_size(j.xdtype) &&
               llabs(j.lines.strides[0][j.lines.ndim - 1]) < llabs(j.xstep);
     units = j.tiled ? (j.nlines + TILE - 1) / TILE : j.nlines;
     j.line_bytes = j.len * (int64_t)tr_dtype_size(j.ydtype);
@@ -569,6 +596,33 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
 done:
     free(weight);
     free(bias);
+    return s;
+}
+
+tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
+                   const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
+                   const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x, *y = NULL;
+    struct tr__store store = {0}; /* fn not NULL: y is streamed */
+    int d = 0;
+    tr_status s;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    s = line_dim(op, args, x->ndim, &d);
+    if (s == TR_OK) {
+        /* streamed when the lines are rows short enough for a stage */
+        bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
+        y = rows ? tr__stream_result(op->info.name, out, x->storage->device, &store)
+                 : tr__result(out, x->storage->device);
+        if (!y)
+            s = tr_last_status();
+    }
+    if (s == TR_OK)
+        s = nn_into(op, args, out, x, NULL, d, y, &store);
     tr_release(x);
     if (s != TR_OK) {
         tr_release(y);
@@ -576,4 +630,16 @@ done:
     }
     results[0] = y;
     return TR_OK;
+}
+
+tr_status tr__nn_source(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, const struct tr__source *src,
+                        struct tr_tensor *y)
+{
+    struct tr__store none = {0};
+    int d;
+
+    none.name = op->info.name;
+    TR_FORWARD_IF_ERROR(line_dim(op, args, src->ndim, &d));
+    return nn_into(op, args, out, NULL, src, d, y, &none);
 }

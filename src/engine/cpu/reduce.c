@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #endif
 
+#include "fused_impl.h"
 #include "reduce_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
@@ -485,6 +486,7 @@ struct plan {
     struct tr__iter reduced;
     int64_t nout, n, nblocks;
     bool tiled;              /* read TILE outputs at a time (see TILE) */
+    const struct tr__source *src; /* not NULL: the values come from it, not x */
 };
 
 /* The value of item k of a dims argument (an int list given either way). */
@@ -525,6 +527,7 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
     const int64_t *sp;
     int nk = 0, nr = 0;
 
+    p->src = NULL;
     tr__byte_strides(x, strides);
     for (int d = 0; d < x->ndim; d++) {
         if (flags[d]) {
@@ -550,6 +553,24 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
         p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(x->dtype) &&
                    kstep < rstep;
     }
+}
+
+/* The plan of a reduction of src's values (fused_impl.h): src walks the
+ * values itself, so only the counts are the plan's. */
+static tr_status plan_init_source(struct plan *p, const struct tr__source *src, const bool *flags)
+{
+    memset(p, 0, sizeof *p);
+    p->nout = p->n = 1;
+    for (int d = 0; d < src->ndim; d++) {
+        if (flags[d])
+            p->n *= src->shape[d];
+        else
+            p->nout *= src->shape[d];
+    }
+    p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
+    p->dtype = src->dtype;
+    p->src = src;
+    return src->bind(src, flags);
 }
 
 /* Values [first, first + n) of nt outputs (at byte offsets offs from
@@ -606,8 +627,9 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
     {
         _Alignas(64) char buf[BLOCK * 8];
         char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
+        void *scratch = p->src ? tr__source_scratch(p->src) : NULL;
 
-        if (p->tiled && !raw) {
+        if ((p->tiled && !raw) || (p->src && !scratch)) {
 #pragma omp atomic write
             failed = true;
         }
@@ -619,6 +641,14 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             int nt = 1;
             const void *values;
 
+            if (p->src) {
+                if (!scratch)
+                    continue;
+                p->src->fetch(p->src, scratch, o0 + o, first, m, buf, ps->compute);
+                ps->leaf(ps, buf, m, first, params ? params[o] : 0,
+                         nb == 1 ? &accs[o] : &parts[o * nb + j]);
+                continue;
+            }
             if (!p->tiled) {
                 tr__iter_offsets(&p->kept, o0 + o, off);
                 values = tr__walk_block(&p->reduced, p->base + off[0], p->dtype, first, m, buf,
@@ -647,6 +677,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             }
         }
         free(raw);
+        free(scratch);
         if (nb > 1) {
 #pragma omp for schedule(static)
             for (int64_t k = 0; k < cnt; k++)
@@ -838,10 +869,11 @@ static enum kind kind_of(const char *name)
     return K_SUM;
 }
 
-tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
-tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+/* The reduction op of x, or of src's values when x is NULL, into y (out's
+ * dtype and shape, compact). */
+static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
+                             const struct tr_value *out, const struct tr_tensor *x,
+                             const struct tr__source *src, struct tr_tensor *y)
 {
     const char *name = op->info.name;
     enum kind k = kind_of(name);
@@ -849,7 +881,6 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     double ord = ord_arg ? tr__number(&ord_arg->value) : 2;
     int64_t correction = corr ? corr->value.integer : 0;
     bool two_pass = k == K_VAR || k == K_STD || k == K_LOGSUMEXP;
-    struct tr_tensor *x, *y = NULL;
     enum tr_dtype in, fin;
     struct pass ps;
     struct plan p;
@@ -861,27 +892,21 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     char *vals = NULL, *ydata;
     tr_status s;
 
-    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
-    if (!x)
-        return tr_last_status();
-    s = dims_flags(name, tr__arg_named(op, args, "dim"), x->ndim, flags);
-    if (s == TR_OK) {
-        y = tr__result(out, x->storage->device);
-        if (!y)
-            s = tr_last_status();
-    }
+    (void)out; /* y has its dtype and shape */
+    s = dims_flags(name, tr__arg_named(op, args, "dim"), x ? x->ndim : src->ndim, flags);
     if (s != TR_OK)
-        goto done;
-    plan_init(&p, x, flags);
+        return s;
+    if (x)
+        plan_init(&p, x, flags);
+    else
+        TR_FORWARD_IF_ERROR(plan_init_source(&p, src, flags));
     if (p.nout == 0)
-        goto done;
+        return TR_OK;
     ydata = tr_tensor_data_mut(y);
-    if ((k == K_ARGMAX || k == K_ARGMIN) && p.n == 0) {
-        s = tr__set_error(TR_ERR_SHAPE, "%s: the tensor has no elements to take the %s of",
-                          name, name);
-        goto done;
-    }
-    compute_dtypes(k, x->dtype, y->dtype, &in, &fin);
+    if ((k == K_ARGMAX || k == K_ARGMIN) && p.n == 0)
+        return tr__set_error(TR_ERR_SHAPE, "%s: the tensor has no elements to take the %s of",
+                             name, name);
+    compute_dtypes(k, p.dtype, y->dtype, &in, &fin);
     ps = first_pass(k, in, ord);
     fin_size = tr_dtype_size(fin);
     cnt = CHUNK_UNITS / p.nblocks;
@@ -931,6 +956,27 @@ done:
     free(parts);
     free(params);
     free(vals);
+    return s;
+}
+
+tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results);
+tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, struct tr_tensor **results)
+{
+    struct tr_tensor *x, *y;
+    bool flags[TR_MAX_DIMS];
+    tr_status s;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    if (!x)
+        return tr_last_status();
+    s = dims_flags(op->info.name, tr__arg_named(op, args, "dim"), x->ndim, flags);
+    y = s == TR_OK ? tr__result(out, x->storage->device) : NULL;
+    if (s == TR_OK && !y)
+        s = tr_last_status();
+    if (s == TR_OK)
+        s = reduce_into(op, args, out, x, NULL, y);
     tr_release(x);
     if (s != TR_OK) {
         tr_release(y);
@@ -938,6 +984,13 @@ done:
     }
     results[0] = y;
     return TR_OK;
+}
+
+tr_status tr__reduce_source(const struct tr__op *op, const struct tr_arg *args,
+                            const struct tr_value *out, const struct tr__source *src,
+                            struct tr_tensor *y)
+{
+    return reduce_into(op, args, out, NULL, src, y);
 }
 
 /* ------------------------------------------------------------- cumsum */
