@@ -28,6 +28,7 @@
 #include "msg.h"
 #include "print.h"
 #include "progress.h"
+#include "tensorrun_fused.h"
 
 /* An output group's open file. */
 struct out_file {
@@ -365,6 +366,36 @@ static tr_status run_op(struct exec *x, size_t at)
     return s;
 }
 
+/* A fused chain: one pass over its inputs, straight into its output file
+ * when the place pass said so and the file's blocks can be reserved. */
+static tr_status run_fused(struct exec *x, size_t at)
+{
+    const struct instr *in = &x->prog->instrs[at];
+    struct tr_tensor *inputs[TR_FUSED_MAX_INPUTS], *dest = NULL, *out = NULL;
+    tr_status s;
+
+    for (int k = 0; k < in->nfinputs; k++)
+        inputs[k] = x->tensors[in->finputs[k]];
+    if (in->dest_group >= 0) {
+        const struct value *v = &x->prog->values[in->results[0]];
+        struct tio_output *file = x->files[in->dest_group].file;
+        dest = tio_output_map(file, v->meta.dtype, v->meta.ndim, v->meta.shape);
+        if (dest && tio_output_reserve(file) != 0) {
+            tr_release(dest); /* the disk cannot take it: the pool serves */
+            dest = NULL;
+        }
+    }
+    s = tr_fused_run(in->chain, inputs, dest, &out);
+    tr_release(dest);
+    if (s == TR_OK)
+        s = check_result(&x->prog->values[in->results[0]], out);
+    if (s == TR_OK)
+        x->tensors[in->results[0]] = out;
+    else
+        tr_release(out);
+    return s;
+}
+
 /* A subscript's integer, or TR_SLICE_NONE for None. */
 static int64_t subscript_int(const struct exec *x, const struct operand *o)
 {
@@ -498,7 +529,11 @@ static int run_instr(struct exec *x, const struct stage *st, size_t at)
         release_dead(x, in);
         return EXIT_OK;
     }
-    ran = in->kind == INSTR_INDEX ? run_index(x, at) : run_op(x, at);
+    if (in->fused_into >= 0)
+        return EXIT_OK; /* its chain runs it */
+    ran = in->kind == INSTR_INDEX   ? run_index(x, at)
+          : in->kind == INSTR_FUSED ? run_fused(x, at)
+                                    : run_op(x, at);
     /* an input that changed under the instruction makes its result (or
      * its failure) meaningless */
     status = check_inputs_unchanged();

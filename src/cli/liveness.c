@@ -80,7 +80,7 @@ bool liveness_run(struct program *prog)
         prog->values[prog->finals[f]].last_use = LIVE_FOREVER;
     for (size_t v = 0; v < prog->nvalues; v++) {
         struct value *pv = &prog->values[v];
-        if (pv->last_use == LIVE_UNUSED && pv->origin == ORIGIN_RESULT)
+        if (pv->last_use == LIVE_UNUSED && pv->origin == ORIGIN_RESULT && !pv->fused)
             pv->last_use = pv->def;
         if (pv->last_use < prog->ninstrs)
             ndies[pv->last_use]++;

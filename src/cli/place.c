@@ -42,7 +42,8 @@ void place_run(struct program *prog)
             v->last_use != grp->write || v->meta.device.kind != TR_DEV_CPU)
             continue;
         def = &prog->instrs[v->def];
-        if (def->kind != INSTR_OP || def->results[0] != id || op_is_view(def->op))
+        if ((def->kind != INSTR_OP && def->kind != INSTR_FUSED) || def->results[0] != id ||
+            op_is_view(def->op))
             continue;
         if (other_reads(prog, id, grp->write) == 0)
             def->dest_group = (ptrdiff_t)g;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "fuse.h"
 #include "liveness.h"
 #include "lower.h"
 #include "place.h"
@@ -585,7 +586,8 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
     check_outputs(plan, d);
     check_keeps(plan, d);
     if (diag_exit_code(d) == 0) {
-        if (!lower_outputs(plan) || !liveness_run(plan->program)) {
+        if (!lower_outputs(plan) || !fuse_run(plan->program) ||
+            !liveness_run(plan->program)) {
             plan_free(plan);
             return NULL;
         }

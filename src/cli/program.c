@@ -118,6 +118,7 @@ struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind
     in->kind = kind;
     in->stage = stage;
     in->dest_group = -1;
+    in->fused_into = -1;
     return in;
 }
 
@@ -144,6 +145,13 @@ static void operand_reads(const struct operand *o, void (*fn)(uint32_t, void *),
 
 void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx)
 {
+    if (in->fused_into >= 0)
+        return; /* its chain's instruction reads for it */
+    if (in->kind == INSTR_FUSED) {
+        for (int i = 0; i < in->nfinputs; i++)
+            fn(in->finputs[i], ctx);
+        return;
+    }
     if (in->kind == INSTR_WRITE) {
         for (size_t i = 0; i < in->nwargs; i++)
             fn(in->wargs[i], ctx);

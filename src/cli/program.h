@@ -34,6 +34,7 @@ struct value {
     size_t input;            /* ORIGIN_INPUT: the index of the pipeline's input */
     size_t def;              /* ORIGIN_RESULT: the instruction that makes it */
     bool depends;            /* made from the foreach block */
+    bool fused;              /* made inside a fused chain: never stored */
     bool joined;             /* kept from a foreach stage: the blocks' values joined */
     struct tr_value joined_meta; /* ... into this, along dimension 0 */
     /* liveness: the instruction after which its handle is released
@@ -71,8 +72,11 @@ struct subscript {
 enum instr_kind {
     INSTR_OP,       /* one tr_op_run */
     INSTR_INDEX,    /* x[...]: NumPy basic indexing, a view of args[0] */
-    INSTR_WRITE     /* an output file written from args (its members' values) */
+    INSTR_WRITE,    /* an output file written from args (its members' values) */
+    INSTR_FUSED     /* a chain of INSTR_OPs (fuse.h) run as one tr_fused_run */
 };
+
+struct tr_fused;
 
 struct instr {
     enum instr_kind kind;
@@ -94,6 +98,15 @@ struct instr {
     size_t ndies;
     /* place: the output group whose file results[0] is computed into, or -1 */
     ptrdiff_t dest_group;
+    /* fuse: an INSTR_OP that is a step of the chain that instruction
+     * fused_into runs (it runs no more on its own), or -1; an INSTR_FUSED
+     * keeps op (its tail's, or its last step's), its chain and the values
+     * the chain reads (finputs) */
+    ptrdiff_t fused_into;
+    struct tr_fused *chain;
+    uint32_t *finputs;
+    int nfinputs;
+    int fused_group;                          /* INSTR_FUSED: 1, 2, ... in the program */
 };
 
 /* The outputs that go to one file, written by one INSTR_WRITE. */
@@ -155,7 +168,8 @@ void program_truncate(struct program *prog, size_t n, size_t v);
 /* Whether op makes views of its argument rather than new memory. */
 bool op_is_view(const struct tr_op_info *op);
 
-/* Calls fn for every value an instruction reads (repeats included). */
+/* Calls fn for every value an instruction reads (repeats included): none
+ * for a step of a fused chain, the chain's inputs for the chain. */
 void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx);
 
 #endif /* TR_CLI_PROGRAM_H */

@@ -11,6 +11,8 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "tensorrun_fused.h"
+
 static bool is_view_result(const struct program *prog, const struct value *v)
 {
     const struct instr *in;
@@ -25,7 +27,8 @@ static bool is_view_result(const struct program *prog, const struct value *v)
  * constants and what is computed into an output file. */
 static uint64_t pool_bytes(const struct program *prog, const struct value *v)
 {
-    if (v->origin != ORIGIN_RESULT || v->meta.kind != TR_VALUE_TENSOR || is_view_result(prog, v))
+    if (v->origin != ORIGIN_RESULT || v->meta.kind != TR_VALUE_TENSOR || is_view_result(prog, v) ||
+        v->fused)
         return 0;
     if (prog->instrs[v->def].dest_group >= 0 && prog->instrs[v->def].results[0] ==
                                                     (uint32_t)(v - prog->values))
@@ -73,9 +76,11 @@ static void print_call(const struct program *prog, const struct instr *in, FILE 
             else if (sub->kind != SUB_SLICE)
                 fputs(sub_words[sub->kind], out);
             for (int k = 0; sub->kind == SUB_SLICE && k < 3; k++) {
-                if (k)
+                bool given = sub->part[k].kind != OPERAND_CONST ||
+                             sub->part[k].meta.kind != TR_VALUE_NONE;
+                if (k == 1 || (k == 2 && given))
                     fputc(':', out);
-                if (sub->part[k].meta.kind != TR_VALUE_NONE)
+                if (given)
                     print_operand(prog, &sub->part[k], out);
             }
         }
@@ -104,24 +109,14 @@ static void print_dies(const struct instr *in, FILE *out)
         fprintf(out, "%s %%%u", i ? "," : "", in->dies[i]);
 }
 
-static void print_instr(const struct plan *plan, size_t at, FILE *out)
+/* One instruction's lines: one per result, with indent before each. */
+static void print_op(const struct plan *plan, size_t at, const char *indent, FILE *out)
 {
     const struct program *prog = plan->program;
     const struct instr *in = &prog->instrs[at];
     char call[400], id[64], type[200], bytes[32];
-    FILE *mem;
+    FILE *mem = fmemopen(call, sizeof call, "w");
 
-    if (in->kind == INSTR_WRITE) {
-        const struct output_group *g = &prog->groups[in->group];
-        fprintf(out, "    write %s:", g->path);
-        for (size_t m = 0; m < g->nmembers; m++)
-            fprintf(out, " %s (%%%u)", plan->pipeline->outputs[g->members[m]].name,
-                    in->wargs[m]);
-        print_dies(in, out);
-        fputc('\n', out);
-        return;
-    }
-    mem = fmemopen(call, sizeof call, "w");
     if (mem) {
         print_call(prog, in, mem);
         fclose(mem);
@@ -136,16 +131,48 @@ static void print_instr(const struct plan *plan, size_t at, FILE *out)
         plan_describe(&v->meta, type, sizeof type);
         if (r == 0 && in->dest_group >= 0)
             snprintf(bytes, sizeof bytes, "into %s", prog->groups[in->dest_group].path);
+        else if (v->fused)
+            snprintf(bytes, sizeof bytes, "not stored");
         else if (is_view_result(prog, v))
             snprintf(bytes, sizeof bytes, "view");
         else
             tr_format_bytes(b, bytes, sizeof bytes);
-        fprintf(out, "    %-12s = %-48s %-18s %-*s", id, r == 0 ? call : "  (its next result)",
-                type, r == in->nresults - 1 && in->ndies ? 10 : 0, bytes);
+        fprintf(out, "%s%-12s = %-48s %-18s %-*s", indent, id,
+                r == 0 ? call : "  (its next result)", type,
+                r == in->nresults - 1 && in->ndies ? 10 : 0, bytes);
         if (r == in->nresults - 1)
             print_dies(in, out);
         fputc('\n', out);
     }
+}
+
+static void print_instr(const struct plan *plan, size_t at, FILE *out)
+{
+    const struct program *prog = plan->program;
+    const struct instr *in = &prog->instrs[at];
+
+    if (in->fused_into >= 0)
+        return; /* with its chain */
+    if (in->kind == INSTR_WRITE) {
+        const struct output_group *g = &prog->groups[in->group];
+        fprintf(out, "    write %s:", g->path);
+        for (size_t m = 0; m < g->nmembers; m++)
+            fprintf(out, " %s (%%%u)", plan->pipeline->outputs[g->members[m]].name,
+                    in->wargs[m]);
+        print_dies(in, out);
+        fputc('\n', out);
+        return;
+    }
+    if (in->kind == INSTR_FUSED) {
+        int n = in->chain->nsteps + in->chain->has_tail;
+        fprintf(out, "    fused group %d, %d ops in one pass over memory:\n", in->fused_group, n);
+        for (size_t i = 0; i < at; i++)
+            if (prog->instrs[i].fused_into == (ptrdiff_t)at)
+                print_op(plan, i, "    | ", out);
+        print_op(plan, at, "    | ", out);
+        return;
+    }
+    print_op(plan, at, "    ", out);
 }
 
 void program_print(const struct plan *plan, FILE *out)
@@ -299,7 +326,7 @@ static json_t *json_operand(const struct operand *o)
 }
 
 static const char *const origin_words[] = {"input", "constant", "result", "builtin"};
-static const char *const kind_words[] = {"op", "index", "write"};
+static const char *const kind_words[] = {"op", "index", "write", "fused"};
 
 static json_t *json_ids(const uint32_t *ids, size_t n)
 {
@@ -318,15 +345,21 @@ static json_t *json_instr(const struct plan *plan, size_t at)
 
     json_object_set_new(o, "index", json_integer((json_int_t)at));
     json_object_set_new(o, "kind", json_string(kind_words[in->kind]));
-    if (in->kind == INSTR_OP)
+    if (in->kind == INSTR_OP || in->kind == INSTR_FUSED)
         json_object_set_new(o, "op", json_string(in->op->name));
+    json_object_set_new(o, "fused_into", in->fused_into >= 0 ? json_integer(in->fused_into)
+                                                              : json_null());
+    if (in->kind == INSTR_FUSED) {
+        json_object_set_new(o, "fused_group", json_integer(in->fused_group));
+        json_object_set_new(o, "chain_inputs", json_ids(in->finputs, (size_t)in->nfinputs));
+    }
     if (in->kind == INSTR_WRITE) {
         json_object_set_new(o, "path", json_string(prog->groups[in->group].path));
         json_object_set_new(o, "values", json_ids(in->wargs, in->nwargs));
     } else {
         for (int i = 0; i < in->nargs; i++) {
             json_t *arg = json_operand(&in->args[i]);
-            if (in->kind == INSTR_OP)
+            if (in->kind == INSTR_OP || in->kind == INSTR_FUSED)
                 json_object_set_new(arg, "param", json_string(in->op->params[i].name));
             json_array_append_new(args, arg);
         }
@@ -350,6 +383,31 @@ static json_t *json_instr(const struct plan *plan, size_t at)
     json_object_set_new(o, "line", json_integer(in->line));
     json_object_set_new(o, "col", json_integer(in->col));
     return o;
+}
+
+/* Each fused chain of a stage: its group number, its instructions (the
+ * steps, then the chain's own), the values it reads and its result. */
+static json_t *json_fused_groups(const struct program *prog, const struct program_stage *st)
+{
+    json_t *groups = json_array();
+
+    for (size_t at = st->first; at < st->first + st->count; at++) {
+        const struct instr *in = &prog->instrs[at];
+        json_t *members;
+        if (in->kind != INSTR_FUSED)
+            continue;
+        members = json_array();
+        for (size_t i = st->first; i <= at; i++)
+            if (i == at || prog->instrs[i].fused_into == (ptrdiff_t)at)
+                json_array_append_new(members, json_integer((json_int_t)i));
+        json_array_append_new(groups, json_pack("{s:i, s:o, s:o, s:I, s:b}", "group",
+                                                in->fused_group, "instructions", members,
+                                                "inputs", json_ids(in->finputs,
+                                                                   (size_t)in->nfinputs),
+                                                "result", (json_int_t)in->results[0], "tail",
+                                                in->chain->has_tail));
+    }
+    return groups;
 }
 
 void program_print_json(const struct plan *plan, FILE *out)
@@ -390,7 +448,7 @@ void program_print_json(const struct plan *plan, FILE *out)
         json_object_set_new(o, "device", json_string(tr_device_format(ps->device, dev, sizeof dev)));
         json_object_set_new(o, "instructions", instrs);
         json_object_set_new(o, "keeps", json_ids(pst->keeps, pst->nkeeps));
-        json_object_set_new(o, "fused_groups", json_array());
+        json_object_set_new(o, "fused_groups", json_fused_groups(prog, pst));
         json_object_set_new(o, "largest_live_bytes", json_integer((json_int_t)ps->peak_bytes));
         if (ps->stage->has_foreach) {
             json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));

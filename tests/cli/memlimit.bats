@@ -79,11 +79,12 @@ print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@
     run_tensorrun 0 eval 'sum(x)' -i x=small.npy.zst --memory-limit 8M --print
     [ "$output" = "1048576." ]
     # the input's block (4 MiB and its header, 6 MiB after rounding) and
-    # 4 MiB more for y do not fit in 8M; the input alone did
-    run_tensorrun 0 eval 'y = x * 2; z = y + 1' -i x=small.npy.zst --memory-limit 12M -o out.npy
-    echo precious > out.npy
-    run_tensorrun 5 eval 'y = x * 2; z = y + 1' -i x=small.npy.zst --memory-limit 8M -o out.npy
-    [ "$(cat out.npy)" = precious ]
+    # 4 MiB more for the cumulative sum do not fit in 8M; the input alone did
+    # (into a .safetensors file, which it cannot be computed straight into)
+    run_tensorrun 0 eval 'z = cumsum(x, 0)' -i x=small.npy.zst --memory-limit 12M -o out.safetensors
+    echo precious > out.safetensors
+    run_tensorrun 5 eval 'z = cumsum(x, 0)' -i x=small.npy.zst --memory-limit 8M -o out.safetensors
+    [ "$(cat out.safetensors)" = precious ]
 }
 
 @test "run --dry-run --memory-limit predicts a .zst input that cannot fit (exit 5)" {

@@ -134,8 +134,8 @@ outputs: {z: z.npy}'
 stages:
   - name: make
     do:
-      - a = m * 3
-      - b = m * 2
+      - a = cumsum(m, 0)
+      - b = cumsum(m, 1)
       - y = a + b
   - name: use
     do: [z = sum(y)]
@@ -144,8 +144,8 @@ outputs: {z: z.npy}'
     [ -z "$stderr" ]
     [ "$(json_field make active_bytes)" -eq 4194304 ]
     [ "$(json_field make kept)" = '["y"]' ]
-    # two 4 MiB results; y is computed over a, which dies there, and b is
-    # released after it: the peak is both
+    # two 4 MiB results (cumsum fuses with nothing); y is computed over a,
+    # which dies there, and b is released after it: the peak is both
     [ "$(json_field make peak_active_bytes)" -eq 8388608 ]
     [ "$(json_field make alloc_count)" -eq 2 ]
     # the temporary went back to the cache, and the cache to the OS
@@ -176,9 +176,9 @@ import numpy as np
 m = np.load("m.npy"); p = np.fromfile("p.bin", dtype="<f4").reshape(1024, 1024)
 assert np.allclose(p, m.astype("f8") @ m, rtol=1e-4, atol=1e-3)
 assert (np.load("q.npy") == m + 1).all()'
-    # m * 2 is the one pool temporary (the softmax went into y.npy, the
-    # product into p.bin); q is 4 MiB more, kept for the later stage
-    [ "$(json_field direct alloc_count)" -eq 2 ]
+    # m * 2 and the softmax are one fused pass into y.npy, the product
+    # went into p.bin; q is the one pool block, kept for the later stage
+    [ "$(json_field direct alloc_count)" -eq 1 ]
     [ "$(json_field direct active_bytes)" -eq 4194304 ]
     [ "$(json_field direct kept)" = '["q"]' ]
 }
@@ -198,7 +198,15 @@ outputs: {y: y.npy}'
         "$TENSORRUN" p.yaml --stats json
     [ "$status" -eq 0 ]
     close y.npy 'np.exp(m * np.float32(0.5)) * np.float32(2) + np.float32(1)' 1e-6
-    # the temporaries: one 4 MiB buffer, written over by each op but the last
+    # the four ops are one fused pass straight into the file: no
+    # temporary at all (unfused: one 4 MiB buffer written over by each op)
+    echo "$stderr" | grep '"event":"stage"' > stats.jsonl
+    [ "$(json_field s peak_active_bytes)" -eq 0 ]
+    [ "$(json_field s alloc_count)" -eq 0 ]
+    run --separate-stderr env TENSORRUN_NO_FUSE=1 TR_FAIL_WRITE=0 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        "$TENSORRUN" p.yaml --stats json
+    [ "$status" -eq 0 ]
     echo "$stderr" | grep '"event":"stage"' > stats.jsonl
     [ "$(json_field s peak_active_bytes)" -eq 4194304 ]
     [ "$(json_field s alloc_count)" -eq 1 ]
@@ -249,8 +257,8 @@ outputs: {y: y.npy}'
 stages:
   - name: make
     do:
-      - a = m * 3
-      - b = m * 2
+      - a = cumsum(m, 0)
+      - b = cumsum(m, 1)
       - y = a + b
   - name: use
     do: [z = sum(y)]

@@ -1,15 +1,17 @@
 /*
- * test_liveness.c - the liveness and place passes on programs built by
- * hand: where each value dies, what each stage keeps, and which result an
- * output file may hold.
+ * test_passes.c - the fuse, liveness and place passes on programs built
+ * by hand: which chains become one instruction, where each value dies,
+ * what each stage keeps, and which result an output file may hold.
  */
 #include "config.h"
 
 #include <string.h>
 
+#include "fuse.h"
 #include "liveness.h"
 #include "place.h"
 #include "tap.h"
+#include "tensorrun_fused.h"
 
 static struct tr_value tensor(int64_t n)
 {
@@ -173,8 +175,93 @@ static void test_unused_input(void)
     program_free(prog);
 }
 
+/* A unary op of a in stage. */
+static uint32_t unary(struct program *prog, int stage, enum tr_op_id id, struct operand a,
+                      const char *name)
+{
+    uint32_t r = binary(prog, stage, id, a, num(0), name);
+
+    prog->instrs[prog->ninstrs - 1].nargs = 1;
+    return r;
+}
+
+/* sum(a): a full reduction to f32[]. */
+static uint32_t sum_of(struct program *prog, int stage, uint32_t a)
+{
+    uint32_t r = binary(prog, stage, TR_OP_SUM, val(a), num(0), "s");
+    struct instr *in = &prog->instrs[prog->ninstrs - 1];
+
+    in->args[1].meta.kind = TR_VALUE_NONE; /* dim=None */
+    in->args[2] = in->args[1];
+    in->args[2].meta.kind = TR_VALUE_BOOL;  /* keepdim=false */
+    in->args[2].meta.boolean = false;
+    in->nargs = 3;
+    prog->values[r].meta.ndim = 0;
+    return r;
+}
+
+/* y = x * 2 + 1; s = sum(y): one chain of two steps and a tail; the
+ * intermediates are never stored and x lives until the chain. */
+static void test_fuse_chain(void)
+{
+    struct program *prog = program_new(1, 1);
+    uint32_t x = input(prog, "x");
+    uint32_t t = binary(prog, 0, TR_OP_MUL, val(x), num(2), NULL);
+    uint32_t y = binary(prog, 0, TR_OP_ADD, val(t), num(1), "y");
+    uint32_t s = sum_of(prog, 0, y);
+
+    write_of(prog, 0, s, 0);
+    ok(fuse_run(prog), "fuse runs");
+    is_int(prog->instrs[2].kind, INSTR_FUSED, "the sum is the chain's instruction");
+    ok(prog->instrs[0].fused_into == 2 && prog->instrs[1].fused_into == 2,
+       "the mul and the add are its steps");
+    is_int(prog->instrs[2].chain->nsteps, 2, "two steps");
+    ok(prog->instrs[2].chain->has_tail, "and the sum as its tail");
+    ok(prog->instrs[2].nfinputs == 1 && prog->instrs[2].finputs[0] == x, "it reads x alone");
+    ok(prog->values[t].fused && prog->values[y].fused && !prog->values[s].fused,
+       "the intermediates are not stored, the sum is");
+    is_int(prog->instrs[2].fused_group, 1, "it is fused group 1");
+    ok(liveness_run(prog), "liveness runs");
+    is_int(prog->values[x].last_use, 2, "x lives until the chain runs");
+    ok(prog->values[t].last_use == LIVE_UNUSED, "a step's result is never released: never made");
+    program_free(prog);
+}
+
+/* An intermediate that is an output, or read twice, ends the chain
+ * there; one step alone with no tail is no chain. */
+static void test_fuse_limits(void)
+{
+    struct program *prog = program_new(1, 1);
+    uint32_t x = input(prog, "x");
+    uint32_t t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    uint32_t y = unary(prog, 0, TR_OP_EXP, val(t), "y");
+    uint32_t s = sum_of(prog, 0, y);
+
+    write_of(prog, 0, t, 0); /* t is an output */
+    (void)s;
+    ok(fuse_run(prog), "fuse runs");
+    is_int(prog->instrs[0].fused_into, -1, "the output's op stays on its own");
+    is_int(prog->instrs[2].kind, INSTR_FUSED, "exp and sum are fused");
+    ok(prog->instrs[1].fused_into == 2 && prog->instrs[2].chain->nsteps == 1,
+       "with exp as the one step");
+    ok(prog->instrs[2].nfinputs == 1 && prog->instrs[2].finputs[0] == t, "reading t");
+    program_free(prog);
+
+    prog = program_new(2, 0);
+    x = input(prog, "x");
+    t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    y = binary(prog, 1, TR_OP_ADD, val(t), num(1), "y");
+    ok(fuse_run(prog), "fuse runs");
+    ok(prog->instrs[0].fused_into == -1 && prog->instrs[1].kind == INSTR_OP,
+       "no chain crosses a stage");
+    program_free(prog);
+    (void)y;
+}
+
 int main(void)
 {
+    test_fuse_chain();
+    test_fuse_limits();
     test_chain();
     test_stages();
     test_keep_and_finals();
