@@ -17,9 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cli.h"
 #include "fold.h"
@@ -696,10 +693,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;
-#ifdef _OPENMP
-    if (o->threads > 0)
-        omp_set_num_threads(o->threads);
-#endif
+    tr_set_num_threads(o->threads > 0 ? o->threads : 0);
     if (tr_memory_set_limit(TR_CPU, o->memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
         return EXIT_RUNTIME;

@@ -379,6 +379,17 @@ void *tr_tensor_data_mut(struct tr_tensor *t);
 tr_status tr_tensor_item(const struct tr_tensor *t, const int64_t *index,
                          double *out);
 
+/* --------------------------------------------------------------- threads */
+
+/* The number of threads every CPU kernel splits its work over from now on,
+ * for every thread that runs ops: n, or, for 0, every online core.  The
+ * bits of every result are the same for any count (blocks are fixed-size;
+ * tensorrun-pipeline(5)).  TR_ERR_INVALID for a negative n. */
+tr_status tr_set_num_threads(int n);
+/* The threads a kernel uses: the count set, or the online cores (at
+ * least 1). */
+int tr_num_threads(void);
+
 /* ---------------------------------------------------------------- scopes */
 
 struct tr_scope;

@@ -81,6 +81,9 @@ struct tr_param {
     const char *name;
     enum tr_param_kind kind;
     bool required;
+    bool any_dtype;            /* the op's dtypes (tr_op_info.dtypes) do not
+                                  apply: an index, a condition, a weight, a
+                                  bound ("/any" in ops.def) */
     const char *default_text;  /* as `tensorrun ops` prints it; NULL if required */
     struct tr_value default_value;
 };
@@ -94,14 +97,34 @@ enum tr_op_id {
     TR_OP_COUNT
 };
 
+/* The groups of ops, as `tensorrun ops` lists them: enum constant and name. */
+#define TR_OP_GROUP_MAP(X)                                                   \
+    X(CREATE, "create")                                                      \
+    X(VIEWS, "views")                                                        \
+    X(COPY, "copy")                                                          \
+    X(UNARY, "unary")                                                        \
+    X(BINARY, "binary")                                                      \
+    X(REDUCE, "reduce")                                                      \
+    X(LINALG, "linalg")                                                      \
+    X(NEURAL, "neural")                                                      \
+    X(SELECT, "select")                                                      \
+    X(QUANTIZE, "quantize")
+
+enum tr_op_group {
+#define TR__GROUP_ENUM(e, name) TR_GROUP_##e,
+    TR_OP_GROUP_MAP(TR__GROUP_ENUM)
+#undef TR__GROUP_ENUM
+    TR_GROUP_COUNT
+};
+
 #define TR_OP_MAX_PARAMS 6
 #define TR_OP_MAX_RESULTS 2
 
 struct tr_op_info {
     enum tr_op_id id;
     const char *name;
-    const char *group;          /* create, views, copy, unary, binary, reduce,
-                                   linalg, neural, select, quantize */
+    enum tr_op_group group_id;  /* what callers test: TR_GROUP_VIEWS, ... */
+    const char *group;          /* its name, for printing: "views", ... */
     const char *signature;      /* "topk(x, k, dim=-1, largest=true, sorted=true)" */
     const char *dtypes;         /* the dtypes it takes, in words */
     const char *doc;            /* one line */

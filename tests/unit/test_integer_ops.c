@@ -324,13 +324,13 @@ static void test_threads(void)
     struct tr_tensor *a = noise(TR_DTYPE_I32, 2, (int64_t[]){150, 300}, 9);
     struct tr_tensor *b = noise(TR_DTYPE_I32, 2, (int64_t[]){300, 600}, 10);
     struct tr_tensor *c1, *c4;
-    int saved = omp_get_max_threads();
+    int saved = tr_num_threads();
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     c1 = matmul(a, b);
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     c4 = matmul(a, b);
-    omp_set_num_threads(saved);
+    tr_set_num_threads(saved);
     ok(c1 && c4 && memcmp(tr_tensor_data(c1), tr_tensor_data(c4), tr_tensor_nbytes(c1)) == 0 &&
            exact_product(a, b, c4),
        "i32 150x300 @ 300x600 (3x3 tiles): the same, exact result with 1 and 4 threads");

@@ -322,10 +322,10 @@ static void test_result_streamed(void)
     int64_t shape[2] = {40, 3000}, tshape[2] = {3000, 40};
     float *v = malloc(40 * 3000 * sizeof *v);
     struct tr_tensor *x, *xt_base, *xt, *r, *d;
-    int stores = 0, threads = omp_get_max_threads();
+    int stores = 0, threads = tr_num_threads();
 
     /* two threads: each hands its half over in one or two stages */
-    omp_set_num_threads(2);
+    tr_set_num_threads(2);
 
     for (int i = 0; i < 40 * 3000; i++)
         v[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f;
@@ -416,7 +416,7 @@ static void test_result_streamed(void)
     tr_release(xt_base);
     tr_release(x);
     free(v);
-    omp_set_num_threads(threads);
+    tr_set_num_threads(threads);
 }
 
 /* Every op of the table has its CPU kernel: `tensorrun ops` lists nothing

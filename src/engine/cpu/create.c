@@ -78,7 +78,7 @@ static void fill(struct tr_tensor *t, const void *value)
         tr__cpu_fill_zero(data, (uint64_t)n * size);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t end = (b + 1) * BLOCK < n ? (b + 1) * BLOCK : n;
         for (int64_t i = b * BLOCK; i < end; i++)
@@ -97,10 +97,10 @@ tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
 
     if (!t)
         return tr_last_status();
-    if (strcmp(op->info.name, "zeros") == 0) {
+    if (op->info.id == TR_OP_ZEROS) {
         memset(item, 0, sizeof item);
     } else {
-        n = number_of(strcmp(op->info.name, "ones") == 0 ? &one : &args[1].value);
+        n = number_of(op->info.id == TR_OP_ONES ? &one : &args[1].value);
         /* the conversion rules of tr_copy_into: full(s, 2.7, i32) holds 2 */
         tr__cpu_cast_row(item, 0, t->dtype, (const char *)&n.bits, 0, n.from, 1);
     }
@@ -127,7 +127,7 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
     blocks = (n + BLOCK - 1) / BLOCK;
     size = (int64_t)tr_dtype_size(t->dtype);
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, count = n - first < BLOCK ? n - first : BLOCK;
         union {
@@ -171,7 +171,7 @@ tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
     blocks = (n + BLOCK - 1) / BLOCK;
     size = (int64_t)tr_dtype_size(t->dtype);
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, count = n - first < BLOCK ? n - first : BLOCK;
         double buf[BLOCK];
@@ -218,7 +218,7 @@ tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
 tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
                        const struct tr_value *out, struct tr_tensor **results)
 {
-    bool normal = strcmp(op->info.name, "randn") == 0;
+    bool normal = op->info.id == TR_OP_RANDN;
     /* a negative seed stands for its two's complement bits */
     uint64_t seed = (uint64_t)args[1].value.integer;
     enum tr_dtype dtype = out->dtype;
@@ -234,7 +234,7 @@ tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
     n = tr_tensor_numel(t);
     blocks = (n + BLOCK - 1) / BLOCK;
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES / 16)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES / 16)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, end = n - first < BLOCK ? n : first + BLOCK;
 

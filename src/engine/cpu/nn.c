@@ -304,15 +304,15 @@ LINE_FN(f64, double, log, sqrt)
 
 /* ---------------------------------------------------------- the kernel */
 
-static enum kind kind_of(const char *name)
+static enum kind kind_of(enum tr_op_id id)
 {
-    static const char *const names[] = {"softmax", "log_softmax", "l2_normalize", "layer_norm",
-                                        "rms_norm"};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i], name) == 0)
-            return (enum kind)i;
-    return K_SOFTMAX;
+    switch (id) {
+    case TR_OP_LOG_SOFTMAX: return K_LOG_SOFTMAX;
+    case TR_OP_L2_NORMALIZE: return K_L2_NORMALIZE;
+    case TR_OP_LAYER_NORM: return K_LAYER_NORM;
+    case TR_OP_RMS_NORM: return K_RMS_NORM;
+    default: return K_SOFTMAX;
+    }
 }
 
 /* A weight or bias as len compact values of the compute dtype in *out (a
@@ -471,7 +471,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     tr_status s = TR_OK;
 
     memset(&j, 0, sizeof j);
-    j.kind = kind_of(name);
+    j.kind = kind_of(op->info.id);
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
     if (!x)
         return tr_last_status();
@@ -530,7 +530,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (j.stage_lines < (j.tiled ? TILE : 1))
         j.stage_lines = j.tiled ? TILE : 1;
 
-#pragma omp parallel if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
     {
         struct work w;
         bool have = work_alloc(&j, &w);

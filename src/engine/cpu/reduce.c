@@ -602,7 +602,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
     size_t size = tr_dtype_size(p->dtype);
     bool failed = false;
 
-#pragma omp parallel if (cnt * p->n > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) if (cnt * p->n > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
         char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
@@ -663,10 +663,6 @@ enum kind {
     K_ALL, K_ANY, K_LOGSUMEXP
 };
 
-static const char *const kind_names[] = {
-    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm",
-    "all", "any", "logsumexp",
-};
 
 /* Picks by compute dtype: f32, f64, i64 (also bool), u64. */
 #define BY_DTYPE(c, a, b, i, u)                                              \
@@ -830,12 +826,23 @@ static void finish(enum kind k, enum tr_dtype in, const struct acc *a, int64_t n
     }
 }
 
-static enum kind kind_of(const char *name)
+static enum kind kind_of(enum tr_op_id id)
 {
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (strcmp(kind_names[i], name) == 0)
-            return (enum kind)i;
-    return K_SUM;
+    switch (id) {
+    case TR_OP_MEAN: return K_MEAN;
+    case TR_OP_PROD: return K_PROD;
+    case TR_OP_MAX: return K_MAX;
+    case TR_OP_MIN: return K_MIN;
+    case TR_OP_ARGMAX: return K_ARGMAX;
+    case TR_OP_ARGMIN: return K_ARGMIN;
+    case TR_OP_VAR: return K_VAR;
+    case TR_OP_STD: return K_STD;
+    case TR_OP_NORM: return K_NORM;
+    case TR_OP_ALL: return K_ALL;
+    case TR_OP_ANY: return K_ANY;
+    case TR_OP_LOGSUMEXP: return K_LOGSUMEXP;
+    default: return K_SUM;
+    }
 }
 
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
@@ -844,7 +851,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
                        const struct tr_value *out, struct tr_tensor **results)
 {
     const char *name = op->info.name;
-    enum kind k = kind_of(name);
+    enum kind k = kind_of(op->info.id);
     const struct tr_arg *ord_arg = tr__arg_named(op, args, "ord"), *corr = tr__arg_named(op, args, "correction");
     double ord = ord_arg ? tr__number(&ord_arg->value) : 2;
     int64_t correction = corr ? corr->value.integer : 0;
@@ -1018,7 +1025,7 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
     xbase = tr_tensor_data(x);
     ybase = tr_tensor_data_mut(y);
 
-#pragma omp parallel if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
 

@@ -31,7 +31,7 @@
 static int threads_for(bool parallel)
 {
 #ifdef _OPENMP
-    return parallel ? omp_get_max_threads() : 1;
+    return parallel ? tr_num_threads() : 1;
 #else
     (void)parallel;
     return 1;
@@ -381,7 +381,7 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
         tr__byte_strides(x, xs);
         len = nd ? out->shape[nd - 1] : 1;
         lines = tr_tensor_numel(c) / len;
-#pragma omp parallel for schedule(static) if (lines * len > PARALLEL_ELEMENTS && lines > 1)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (lines * len > PARALLEL_ELEMENTS && lines > 1)
         for (int64_t line = 0; line < lines; line++) {
             int64_t base = 0, rest = line, inner = 0, along = 0;
             for (int i = nd - 2; i >= 0; i--) {
@@ -449,7 +449,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
         count = x->ndim ? out->shape[d] : 1;
         /* many small slices share the threads; a large one spreads over
          * them inside tr__cpu_copy */
-#pragma omp parallel for schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
                                                   slice < PARALLEL_ELEMENTS)
         for (int64_t j = 0; j < count; j++)
             tr__cpu_copy(cb + j * along_c, sc, xb + iv[j] * along_x, sx, n, shape, item);
@@ -553,7 +553,7 @@ static void for_blocks(const struct slices *sl, const char *a, char *b, bool par
     ib = it.strides[1][it.ndim - 1];
     chunks = (len + BLOCK - 1) / BLOCK;
     blocks = rows * chunks;
-#pragma omp parallel for schedule(static) if (parallel && rows * len > PARALLEL_ELEMENTS)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (parallel && rows * len > PARALLEL_ELEMENTS)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t row = blk / chunks, first = blk % chunks * BLOCK, off[2];
         int64_t n = len - first < BLOCK ? len - first : BLOCK;
@@ -757,7 +757,7 @@ tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
             struct dequantize_ctx dq = {q->dtype, (double)scales[0]};
             for_blocks(&sl, qb, cb, true, dequantize_block, &dq);
         } else {
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(dynamic)
             for (int64_t j = 0; j < sl.count; j++) {
                 struct dequantize_ctx dq = {q->dtype, (double)scales[j]};
                 for_blocks(&sl, qb + j * sl.step_a, cb + j * sl.step_b, false, dequantize_block,

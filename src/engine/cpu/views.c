@@ -230,7 +230,7 @@ tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
     (void)out;
     if (!x)
         return tr_last_status();
-    v = strcmp(op->info.name, "clone") == 0 ? tr_clone(x) : tr_contiguous(x);
+    v = op->info.id == TR_OP_CLONE ? tr_clone(x) : tr_contiguous(x);
     tr_release(x);
     return give(v, results);
 }
