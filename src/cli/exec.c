@@ -358,24 +358,15 @@ static bool needed(const struct exec *x, const char *name, size_t s, size_t k)
     return read_later(x, name, s, k) || awaited_by_output(x, name, s, k);
 }
 
-static int reserve_output(void *ctx)
-{
-    return tio_output_reserve(ctx);
-}
-
-static int store_output(void *ctx, uint64_t offset, const void *src, size_t n)
-{
-    return tio_output_store(ctx, offset, src, n);
-}
-
 /*
  * The mapping of the output file that statement k of stage s can compute
- * its value straight into, in *dest, or false: its one target goes only
+ * its value straight into, in *dest (its sink in *sink), or false: its one target goes only
  * to a file of its own, .npy or raw, uncompressed, in its own dtype, and
  * nothing else reads it.  Such a value never takes pool memory, nor is it
  * copied to be written.
  */
-static bool output_mapping(struct exec *x, size_t s, size_t k, struct tr_result_dest *dest)
+static bool output_mapping(struct exec *x, size_t s, size_t k, struct tr_dest *dest,
+                           struct tr_sink *sink)
 {
     const struct statement *st = x->p->stages[s].statements[k];
     const char *name = st->ntargets == 1 ? st->targets[0] : NULL;
@@ -391,9 +382,8 @@ static bool output_mapping(struct exec *x, size_t s, size_t k, struct tr_result_
         if (g->nmembers == 1 && !g->written && strcmp(out->name, name) == 0 &&
             (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype)) {
             dest->tensor = tio_output_map(g->file, v->meta.dtype, v->meta.ndim, v->meta.shape);
-            dest->reserve = reserve_output;
-            dest->store = store_output;
-            dest->ctx = g->file;
+            *sink = tio_output_sink(g->file);
+            dest->sink = sink;
             return dest->tensor != NULL;
         }
     }
@@ -554,8 +544,9 @@ static int run_stage(struct exec *x, size_t s)
     for (size_t k = 0; k < st->nstatements && status == EXIT_OK; k++) {
         const struct expr *at = NULL;
         double t0 = now_ms();
-        struct tr_result_dest into;
-        bool mapped = output_mapping(x, s, k, &into);
+        struct tr_dest into;
+        struct tr_sink sink;
+        bool mapped = output_mapping(x, s, k, &into, &sink);
         tr_status ran;
 
         ran = interp_statement(&x->env, st->statements[k], (int)s, mapped ? &into : NULL, &at);

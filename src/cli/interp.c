@@ -282,9 +282,39 @@ static void mark_weak(const struct tr_op_info *op, const struct tr_arg *args, st
         results[r].arg.value.weak = out[r].weak;
 }
 
-/* Runs the call e; dest (when not NULL) is offered to its op's result. */
+/* A temporary argument of the elementwise op that its result may be
+ * computed over (its destination, tr_op_run): the only handle of a
+ * writable, compact CPU pool tensor of the result's dtype and shape, which
+ * is released right after the op (x * 2 + 1 needs one buffer, not two);
+ * or NULL. */
+static struct tr_tensor *consumed(const struct tr_op_info *op, const struct rv *args)
+{
+    struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
+    int bad;
+
+    if (op->group_id != TR_GROUP_UNARY && op->group_id != TR_GROUP_BINARY)
+        return NULL;
+    for (int i = 0; i < op->nparams; i++)
+        values[i] = args[i].arg.value;
+    if (tr_op_infer(op, values, out, &bad) != TR_OK)
+        return NULL;
+    for (int i = 0; i < op->nparams; i++) {
+        struct tr_tensor *t = args[i].arg.tensor;
+        if (!args[i].temp || !t || tr_tensor_dtype(t) != out[0].dtype ||
+            tr_tensor_ndim(t) != out[0].ndim ||
+            memcmp(tr_tensor_shape(t), out[0].shape, (size_t)out[0].ndim * sizeof(int64_t)) != 0)
+            continue;
+        if (tr_tensor_is_sole_handle(t) && tr_tensor_storage_kind(t) == TR_STORAGE_POOL &&
+            !(tr_tensor_flags(t) & TR_FLAG_READONLY) &&
+            tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_is_contiguous(t))
+            return t;
+    }
+    return NULL;
+}
+
+/* Runs the call e; dest (when not NULL) is its op's result's destination. */
 static tr_status eval_call(struct interp *in, const struct expr *e,
-                           const struct tr_result_dest *dest, struct rv *results, int *n)
+                           const struct tr_dest *dest, struct rv *results, int *n)
 {
     const struct tr_op_info *op = tr_op_find(e->op);
     struct rv args[TR_OP_MAX_PARAMS];
@@ -317,7 +347,6 @@ static tr_status eval_call(struct interp *in, const struct expr *e,
             s = eval(in, e->args[from[i]].value, &args[i]);
         }
         pass[i] = args[i].arg;
-        pass[i].consumable = args[i].temp && args[i].arg.tensor;
         values[i] = args[i].arg.value;
     }
     if (s == TR_OK && all_constant(pass, op->nparams))
@@ -328,9 +357,8 @@ static tr_status eval_call(struct interp *in, const struct expr *e,
     } else if (fold == FOLD_ERROR) {
         s = fail(in, e);
     } else if (s == TR_OK) {
-        tr_op_result_into(dest);
-        s = tr_op_run(op, pass, out);
-        tr_op_result_into(NULL);
+        struct tr_dest over = {.tensor = dest ? NULL : consumed(op, args)};
+        s = tr_op_run(op, pass, dest ? dest : &over, out);
         if (s != TR_OK) {
             fail(in, e);
         } else {
@@ -603,7 +631,7 @@ static tr_status eval(struct interp *in, const struct expr *e, struct rv *out)
 /* ------------------------------------------------------------ statements */
 
 tr_status interp_statement(struct env *env, const struct statement *st, int stage,
-                           const struct tr_result_dest *dest, const struct expr **at)
+                           const struct tr_dest *dest, const struct expr **at)
 {
     struct interp in = {.env = env};
     struct rv results[TR_OP_MAX_RESULTS];

@@ -41,13 +41,14 @@ void env_free(struct env *env);
 /*
  * Evaluates st in stage and binds its targets.  Every op runs through
  * tr_op_run; a temporary is released as soon as the op that reads it has
- * returned.  dest (when not NULL) is offered to the statement's last op,
- * the one whose result the target takes (tr_op_result_into), and to no
- * other.  On failure returns the engine's status (tr_last_error() says
+ * returned.  dest (when not NULL) is the destination of the statement's
+ * last op, the one whose result the target takes, and of no other; an op
+ * whose destination is not given computes in place over an operand that
+ * is a temporary of the statement nothing else holds, when it can.  On failure returns the engine's status (tr_last_error() says
  * why) and sets *at to the expression that failed, for its place.
  */
 tr_status interp_statement(struct env *env, const struct statement *st, int stage,
-                           const struct tr_result_dest *dest, const struct expr **at);
+                           const struct tr_dest *dest, const struct expr **at);
 
 /* Calls fn(name, ctx) for every name st reads (repeats included). */
 void interp_reads(const struct statement *st, void (*fn)(const char *name, void *ctx), void *ctx);

@@ -369,6 +369,10 @@ bool tr_tensor_is_contiguous(const struct tr_tensor *t);
 /* True when a and b are views of the same storage. */
 bool tr_tensor_shares_storage(const struct tr_tensor *a,
                               const struct tr_tensor *b);
+/* Whether t is the only handle of its storage: no other handle reads or
+ * writes its memory (what a caller checks before it passes a temporary it
+ * is about to release as the destination of an op over it). */
+bool tr_tensor_is_sole_handle(const struct tr_tensor *t);
 /* Address of element [0, ..., 0] (a device address for CUDA tensors); NULL
  * for a tensor of no elements. */
 const void *tr_tensor_data(const struct tr_tensor *t);

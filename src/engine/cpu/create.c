@@ -46,10 +46,12 @@ static struct number number_of(const struct tr_value *v)
     return n;
 }
 
-/* The compact result out describes, on the CPU; errors name the op. */
-static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out)
+/* The compact result out describes, on the CPU (in dest when there is
+ * one); errors name the op. */
+static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out,
+                                    const struct tr_dest *dest)
 {
-    return tr__new_result(op->info.name, out, TR_CPU);
+    return tr__new_result(op->info.name, out, TR_CPU, dest);
 }
 
 static tr_status finish(struct tr_tensor *t, tr_status s, struct tr_tensor **results)
@@ -88,9 +90,9 @@ static void fill(struct tr_tensor *t, const void *value)
 
 /* zeros(shape, dtype), ones(shape, dtype), full(shape, value, dtype). */
 tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     struct tr_value one = {.kind = TR_VALUE_INT, .integer = 1};
     struct number n;
     char item[8];
@@ -112,12 +114,12 @@ tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
  * i64 when start, stop and step are all integers, else in f64, then
  * converted to the result's dtype. */
 tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     const struct tr_value *a = &args[0].value, *b = &args[1].value, *c = &args[2].value;
     bool integers = a->kind == TR_VALUE_INT && c->kind == TR_VALUE_INT &&
                     (b->kind == TR_VALUE_INT || b->kind == TR_VALUE_NONE);
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t n, blocks, size;
     char *data;
 
@@ -156,10 +158,10 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
  * PyTorch does, so that the first value is start and the last stop
  * exactly. */
 tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     double start = tr__number(&args[0].value), stop = tr__number(&args[1].value), step;
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t n, half, blocks, size;
     char *data;
 
@@ -190,9 +192,9 @@ tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
 
 /* eye(n, m=None, dtype): ones on the main diagonal, zeros elsewhere. */
 tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
-                    const struct tr_value *out, struct tr_tensor **results)
+                    const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t rows, cols, diag, size, one = 1;
     char item[8], *data;
 
@@ -216,7 +218,7 @@ tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
 /* rand(shape, seed=0, dtype) and randn: element i from Philox-4x32-10
  * with counter i, as philox_math.h defines. */
 tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     bool normal = op->info.id == TR_OP_RANDN;
     /* a negative seed stands for its two's complement bits */
@@ -228,7 +230,7 @@ tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
 
     TR_RETURN_ERROR_IF(!tr_dtype_is_float(dtype), TR_ERR_DTYPE,
                        "%s: makes floats, not %s", op->info.name, tr_dtype_name(dtype));
-    t = new_result(op, out);
+    t = new_result(op, out, dest);
     if (!t)
         return tr_last_status();
     n = tr_tensor_numel(t);

@@ -136,9 +136,9 @@ static const struct loops unary_loops[TR_OP_COUNT] = {
 /* The unary ops: computed in the result's compute dtype, or for the
  * predicates in the input's, giving bool. */
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, struct tr_tensor **results);
+                      const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, struct tr_tensor **results)
+                      const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     const char *name = op->info.name;
     bool predicate = op->rule == TR__RULE_PREDICATE;
@@ -149,13 +149,10 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     tr__block_fn fn;
     tr_status s;
 
-    y = tr__reuse_result(args, 1, out);
     x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
                        : tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
-    if (!x) {
-        tr_release(y);
+    if (!x)
         return tr_last_status();
-    }
     in_compute = tr__compute_dtype(predicate ? x->dtype : out->dtype);
     out_compute = predicate ? TR_DTYPE_BOOL : in_compute;
     if (op->info.id == TR_OP_GELU) {
@@ -168,11 +165,9 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     fn = pick(l, in_compute);
     if (!fn) {
         tr_release(x);
-        tr_release(y);
         return tr__set_error(TR_ERR_STATE, "%s: no loop for %s", name, tr_dtype_name(in_compute));
     }
-    if (!y)
-        y = tr__stream_result(name, out, x->storage->device, &store);
+    y = tr__stream_result(name, out, x->storage->device, dest, &store);
     s = y ? tr__map_stream(y, &store, out_compute, (const struct tr_tensor *const[]){x}, 1,
                            in_compute, fn, NULL)
           : tr_last_status();
@@ -335,9 +330,9 @@ static bool any_negative(const struct tr_tensor *t)
 }
 
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     enum tr_dtype compute = operand_dtype(op, args, out);
     bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
@@ -349,7 +344,6 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     TR_RETURN_ERROR_IF(!fn, TR_ERR_STATE, "%s: no loop for %s", op->info.name,
                        tr_dtype_name(compute));
     /* numbers become tensors of the compute dtype: exact for weak scalars */
-    y = tr__reuse_result(args, 2, out);
     a = tr__operand(&args[0], out->dtype, compute);
     b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
     /* PyTorch and NumPy refuse these (1 / 2 is not an integer): checked
@@ -362,11 +356,11 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
         tr_release(b);
         b = NULL;
     }
-    if (b && !y)
+    if (b)
         y = tr__stream_result(op->info.name, out,
                               a->storage->device.kind == TR_DEV_CPU ? a->storage->device
                                                                      : b->storage->device,
-                              &store);
+                              dest, &store);
     if (a && b && y)
         s = tr__map_stream(y, &store, to_bool ? TR_DTYPE_BOOL : compute,
                            (const struct tr_tensor *const[]){a, b}, 2, compute, fn, NULL);
@@ -434,9 +428,9 @@ static const struct loops clamp_loops = {clamp_f32, clamp_f64, clamp_i64, clamp_
 /* where(condition, a, b) and clamp(x, min, max): up to three operands, all
  * computed in the result's compute dtype. */
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results);
+                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     bool where = op->rule == TR__RULE_WHERE;
@@ -461,17 +455,15 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
         if (!in[n++])
             s = tr_last_status();
     }
-    if (s == TR_OK)
-        y = tr__reuse_result(args + where, 3 - where, out);
     /* clamp without bounds copies through memory */
-    if (s == TR_OK && !y && !where && which == 0)
-        y = tr__result(out, in[0]->storage->device);
-    else if (s == TR_OK && !y)
-        y = tr__stream_result(op->info.name, out, in[0]->storage->device, &store);
+    if (s == TR_OK && !where && which == 0)
+        y = tr__new_result(op->info.name, out, in[0]->storage->device, dest);
+    else if (s == TR_OK)
+        y = tr__stream_result(op->info.name, out, in[0]->storage->device, dest, &store);
     if (s == TR_OK && !y)
         s = tr_last_status();
-    if (s == TR_OK && !where && which == 0)
-        s = tr_copy_into(y, in[0]);
+    if (s == TR_OK && !where && which == 0 && tr_tensor_data(y) != tr_tensor_data(in[0]))
+        s = tr_copy_into(y, in[0]); /* (in place, x is already its own clamp) */
     else if (s == TR_OK)
         s = tr__map_stream(y, &store, compute, (const struct tr_tensor *const *)in, n, compute,
                            pick(where ? &where_loops : &clamp_loops, compute), &which);

@@ -16,7 +16,7 @@
  * compact run of the compute dtype) and its passes run there, and a longer
  * one is read again, a block at a time, for each pass.
  *
- * A result offered a file that is filled by calls (tr__stream_result) is
+ * A result whose destination is filled by calls (tr__stream_result) is
  * streamed there when its lines are its rows (the last dimension): each
  * thread finishes a run of its lines in its stage (TR__STAGE_BYTES) and
  * hands the run over in one call, so the result never lives in memory
@@ -452,9 +452,9 @@ static bool work_alloc(const struct job *j, struct work *w)
 }
 
 tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results);
+                   const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results)
+                   const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     const char *name = op->info.name;
     const struct tr_arg *dim_arg = tr__arg_named(op, args, "dim"), *eps_arg = tr__arg_named(op, args, "eps");
@@ -482,8 +482,8 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (s == TR_OK) {
         /* streamed when the lines are rows short enough for a stage */
         bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
-        y = rows ? tr__stream_result(name, out, x->storage->device, &j.store)
-                 : tr__result(out, x->storage->device);
+        y = rows ? tr__stream_result(name, out, x->storage->device, dest, &j.store)
+                 : tr__new_result(name, out, x->storage->device, dest);
         if (!y)
             s = tr_last_status();
     }

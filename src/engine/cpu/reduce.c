@@ -846,9 +846,9 @@ static enum kind kind_of(enum tr_op_id id)
 }
 
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     const char *name = op->info.name;
     enum kind k = kind_of(op->info.id);
@@ -873,7 +873,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
         return tr_last_status();
     s = dims_flags(name, tr__arg_named(op, args, "dim"), x->ndim, flags);
     if (s == TR_OK) {
-        y = tr__result(out, x->storage->device);
+        y = tr__new_result(name, out, x->storage->device, dest);
         if (!y)
             s = tr_last_status();
     }
@@ -977,9 +977,9 @@ static void scan_u64(uint64_t *a, int64_t n, uint64_t *carry)
  * other dimensions) is scanned in order by one thread; lines are shared
  * out.  A single line is scanned by one thread alone. */
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
     const char *name = op->info.name;
     int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
@@ -1000,7 +1000,7 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
     if (x->ndim > 0)
         s = tr__normalize_dim(name, (int)args[1].value.integer, x->ndim, &d);
     if (s == TR_OK) {
-        y = tr__result(out, x->storage->device);
+        y = tr__new_result(name, out, x->storage->device, dest);
         if (!y)
             s = tr_last_status();
     }

@@ -234,8 +234,9 @@ static const struct entry *select_line(int64_t k, const char *line, int64_t stri
  * sorted.
  */
 tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     bool topk = op->rule == TR__RULE_TOPK, argsort = op->rule == TR__RULE_ARGSORT;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
@@ -353,8 +354,9 @@ static struct tr_tensor *checked_index(const char *name, const struct tr_arg *ar
 /* gather(x, dim, index): out[..., i, ...] = x[..., index[..., i, ...], ...]
  * with the index in place of the position along dim. */
 tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *index = NULL, *c = NULL;
     int64_t lines, len, xs[TR_MAX_DIMS], size;
@@ -407,8 +409,9 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
 /* index_select(x, dim, index): the slices of x along dim that the 1-d
  * index names, in its order. */
 tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
-                             const struct tr_value *out, struct tr_tensor **results)
+                             const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *index = NULL, *c = NULL;
     int64_t xs[TR_MAX_DIMS], cs[TR_MAX_DIMS], shape[TR_MAX_DIMS], sx[TR_MAX_DIMS];
@@ -477,8 +480,9 @@ static struct tr_arg list_item(const struct tr_arg *arg, size_t k)
  * promoted dtype into its place of the result (a slice along dim, or the
  * index along the new dim). */
 tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     bool stack = op->rule == TR__RULE_STACK;
     struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
     int d = dim_of(args[1].value.integer, out->ndim);
@@ -661,8 +665,9 @@ static void quantize_slice(const struct quantize_job *job, int64_t j, bool paral
 /* quantize(x, dtype=i8, dim=None) -> q, scale: scale = max|x| / 127 as
  * f32, one for x or one per index along dim. */
 tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
     struct quantize_job job;
@@ -731,8 +736,9 @@ static void dequantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, i
 /* dequantize(q, scale, dim=None): q * scale as f32, the scale per index
  * along dim or one for all. */
 tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
-                           const struct tr_value *out, struct tr_tensor **results)
+                           const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     struct tr_tensor *q, *given, *scale = NULL, *c = NULL;
     struct slices sl;
     tr_status s = TR_OK;
