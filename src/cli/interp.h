@@ -44,8 +44,9 @@ void env_free(struct env *env);
  * returned.  dest (when not NULL) is the destination of the statement's
  * last op, the one whose result the target takes, and of no other; an op
  * whose destination is not given computes in place over an operand that
- * is a temporary of the statement nothing else holds, when it can.  On failure returns the engine's status (tr_last_error() says
- * why) and sets *at to the expression that failed, for its place.
+ * is a temporary of the statement nothing else holds, when it can.  On
+ * failure returns the engine's status (tr_last_error() says why) and sets
+ * *at to the expression that failed, for its place.
  */
 tr_status interp_statement(struct env *env, const struct statement *st, int stage,
                            const struct tr_dest *dest, const struct expr **at);

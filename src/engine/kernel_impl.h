@@ -110,7 +110,11 @@ typedef void (*tr__block_fn)(char *out, const char *const *in, int64_t n, const 
  * broadcast to out's shape; they are read block by block, converted to
  * in_compute, handed to fn, whose out_compute values are converted to
  * out's dtype and stored.  Blocks are spread over the threads; every
- * element is computed the same way whatever the thread count.  CPU only.
+ * element is computed the same way whatever the thread count.  out may
+ * be exactly one of the inputs (the same bytes, dtype, shape and strides:
+ * in place), as each block is read before its results are stored over it;
+ * any other overlap of out and an input is the caller's to refuse.  CPU
+ * only.
  */
 tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                   const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,

@@ -386,12 +386,14 @@ tr_status tr_tensor_item(const struct tr_tensor *t, const int64_t *index,
 /* --------------------------------------------------------------- threads */
 
 /* The number of threads every CPU kernel splits its work over from now on,
- * for every thread that runs ops: n, or, for 0, every online core.  The
- * bits of every result are the same for any count (blocks are fixed-size;
- * tensorrun-pipeline(5)).  TR_ERR_INVALID for a negative n. */
+ * for every thread that runs ops: n, or, for 0 (the start), the default:
+ * OMP_NUM_THREADS when it is set (tensorrun(1), ENVIRONMENT), else every
+ * processor the process may run on.  The bits of every result are the
+ * same for any count (blocks are fixed-size; tensorrun-pipeline(5)).
+ * TR_ERR_INVALID for a negative n or one above 65536. */
 tr_status tr_set_num_threads(int n);
-/* The threads a kernel uses: the count set, or the online cores (at
- * least 1). */
+/* The threads a kernel uses: the count set, or the default (at least 1;
+ * worked out at its first use). */
 int tr_num_threads(void);
 
 /* ---------------------------------------------------------------- scopes */

@@ -7,31 +7,56 @@
 #include "engine_impl.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-static atomic_int wanted; /* 0: every online core */
-static atomic_int online;  /* the online cores, once asked (glibc reads a
-                              file for them: not once per parallel loop) */
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Threads no setting may ask for (tensorrun(1) --threads goes to 4096). */
+#define MAX_THREADS 65536
+
+static atomic_int wanted; /* 0: the default */
+static atomic_int fallback; /* the default once worked out, or 0 */
 
 tr_status tr_set_num_threads(int n)
 {
-    TR_RETURN_ERROR_IF(n < 0, TR_ERR_INVALID, "threads: %d is not a number of threads", n);
+    TR_RETURN_ERROR_IF(n < 0 || n > MAX_THREADS, TR_ERR_INVALID,
+                       "threads: %d is not a number of threads (0 to %d)", n, MAX_THREADS);
     atomic_store(&wanted, n);
     return TR_OK;
+}
+
+/* OMP_NUM_THREADS's first count, as OpenMP reads it ("8" or "8,2"), else
+ * the processors this process may run on.  Worked out once: glibc reads
+ * a file for the processors, too slow for every parallel loop. */
+static int default_threads(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    char *end;
+    long n = env ? strtol(env, &end, 10) : 0;
+
+    if (env && end != env && (*end == '\0' || *end == ',') && n > 0 && n <= MAX_THREADS)
+        return (int)n;
+#ifdef _OPENMP
+    n = omp_get_num_procs();
+#else
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    return n > 0 && n <= MAX_THREADS ? (int)n : 1;
 }
 
 int tr_num_threads(void)
 {
     int n = atomic_load(&wanted);
-    long cores;
 
     if (n > 0)
         return n;
-    n = atomic_load(&online);
-    if (n > 0)
-        return n;
-    cores = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cores > 0 && cores < 1 << 20 ? (int)cores : 1;
-    atomic_store(&online, n);
+    n = atomic_load(&fallback);
+    if (n == 0) {
+        n = default_threads();
+        atomic_store(&fallback, n);
+    }
     return n;
 }

@@ -90,7 +90,8 @@ static void fill(struct tr_tensor *t, const void *value)
 
 /* zeros(shape, dtype), ones(shape, dtype), full(shape, value, dtype). */
 tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
     struct tr_tensor *t = new_result(op, out, dest);
     struct tr_value one = {.kind = TR_VALUE_INT, .integer = 1};
@@ -114,7 +115,8 @@ tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
  * i64 when start, stop and step are all integers, else in f64, then
  * converted to the result's dtype. */
 tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const struct tr_value *a = &args[0].value, *b = &args[1].value, *c = &args[2].value;
     bool integers = a->kind == TR_VALUE_INT && c->kind == TR_VALUE_INT &&
@@ -158,7 +160,8 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
  * PyTorch does, so that the first value is start and the last stop
  * exactly. */
 tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
     double start = tr__number(&args[0].value), stop = tr__number(&args[1].value), step;
     struct tr_tensor *t = new_result(op, out, dest);
@@ -192,7 +195,8 @@ tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
 
 /* eye(n, m=None, dtype): ones on the main diagonal, zeros elsewhere. */
 tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
-                    const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                    const struct tr_value *out, const struct tr_dest *dest,
+                    struct tr_tensor **results)
 {
     struct tr_tensor *t = new_result(op, out, dest);
     int64_t rows, cols, diag, size, one = 1;
@@ -218,7 +222,8 @@ tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
 /* rand(shape, seed=0, dtype) and randn: element i from Philox-4x32-10
  * with counter i, as philox_math.h defines. */
 tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     bool normal = op->info.id == TR_OP_RANDN;
     /* a negative seed stands for its two's complement bits */
@@ -236,7 +241,8 @@ tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
     n = tr_tensor_numel(t);
     blocks = (n + BLOCK - 1) / BLOCK;
     data = t->storage->data + t->offset;
-#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES / 16)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (n > PARALLEL_VALUES / 16)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, end = n - first < BLOCK ? n : first + BLOCK;
 

@@ -136,9 +136,11 @@ static const struct loops unary_loops[TR_OP_COUNT] = {
 /* The unary ops: computed in the result's compute dtype, or for the
  * predicates in the input's, giving bool. */
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results);
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results)
 {
     const char *name = op->info.name;
     bool predicate = op->rule == TR__RULE_PREDICATE;
@@ -314,7 +316,8 @@ static bool any_negative(const struct tr_tensor *t)
     rows = tr__iter_rows(&it);
     len = it.shape[it.ndim - 1];
     step = it.strides[0][it.ndim - 1];
-#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) reduction(|| : negative) if (rows * len > 32768)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) reduction(|| : negative) \
+    if (rows * len > 32768)
     for (int64_t row = 0; row < rows; row++) {
         int64_t off, v[2048];
         tr__iter_row_offsets(&it, row, &off);
@@ -330,9 +333,11 @@ static bool any_negative(const struct tr_tensor *t)
 }
 
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     enum tr_dtype compute = operand_dtype(op, args, out);
     bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
@@ -428,9 +433,11 @@ static const struct loops clamp_loops = {clamp_f32, clamp_f64, clamp_i64, clamp_
 /* where(condition, a, b) and clamp(x, min, max): up to three operands, all
  * computed in the result's compute dtype. */
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results);
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     bool where = op->rule == TR__RULE_WHERE;

@@ -217,7 +217,8 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
 
 /* matmul(a, b), and dot(a, b), which is matmul of two vectors. */
 tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const char *name = op->info.name;
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
@@ -325,7 +326,8 @@ static void mul_u64(char *out, const char *const *in, int64_t n, const void *ctx
  * bool is logical and, as PyTorch's outer gives); a as a column and b as
  * a row, broadcast against each other without copies. */
 tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     struct tr_tensor *a, *b, *col = NULL, *row = NULL, *c = NULL;

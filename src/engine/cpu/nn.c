@@ -452,9 +452,11 @@ static bool work_alloc(const struct job *j, struct work *w)
 }
 
 tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                   const struct tr_value *out, const struct tr_dest *dest,
+                   struct tr_tensor **results);
 tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                   const struct tr_value *out, const struct tr_dest *dest,
+                   struct tr_tensor **results)
 {
     const char *name = op->info.name;
     const struct tr_arg *dim_arg = tr__arg_named(op, args, "dim"), *eps_arg = tr__arg_named(op, args, "eps");
@@ -530,7 +532,8 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (j.stage_lines < (j.tiled ? TILE : 1))
         j.stage_lines = j.tiled ? TILE : 1;
 
-#pragma omp parallel num_threads(tr_num_threads()) if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) \
+    if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
     {
         struct work w;
         bool have = work_alloc(&j, &w);

@@ -846,9 +846,11 @@ static enum kind kind_of(enum tr_op_id id)
 }
 
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const char *name = op->info.name;
     enum kind k = kind_of(op->info.id);
@@ -977,9 +979,11 @@ static void scan_u64(uint64_t *a, int64_t n, uint64_t *carry)
  * other dimensions) is scanned in order by one thread; lines are shared
  * out.  A single line is scanned by one thread alone. */
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const char *name = op->info.name;
     int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
@@ -1025,7 +1029,8 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
     xbase = tr_tensor_data(x);
     ybase = tr_tensor_data_mut(y);
 
-#pragma omp parallel num_threads(tr_num_threads()) if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) \
+    if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
 

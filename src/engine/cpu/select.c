@@ -234,7 +234,8 @@ static const struct entry *select_line(int64_t k, const char *line, int64_t stri
  * sorted.
  */
 tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
@@ -354,7 +355,8 @@ static struct tr_tensor *checked_index(const char *name, const struct tr_arg *ar
 /* gather(x, dim, index): out[..., i, ...] = x[..., index[..., i, ...], ...]
  * with the index in place of the position along dim. */
 tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
@@ -383,7 +385,8 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
         tr__byte_strides(x, xs);
         len = nd ? out->shape[nd - 1] : 1;
         lines = tr_tensor_numel(c) / len;
-#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (lines * len > PARALLEL_ELEMENTS && lines > 1)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (lines * len > PARALLEL_ELEMENTS && lines > 1)
         for (int64_t line = 0; line < lines; line++) {
             int64_t base = 0, rest = line, inner = 0, along = 0;
             for (int i = nd - 2; i >= 0; i--) {
@@ -409,7 +412,8 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
 /* index_select(x, dim, index): the slices of x along dim that the 1-d
  * index names, in its order. */
 tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
-                             const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                             const struct tr_value *out, const struct tr_dest *dest,
+                             struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
@@ -480,7 +484,8 @@ static struct tr_arg list_item(const struct tr_arg *arg, size_t k)
  * promoted dtype into its place of the result (a slice along dim, or the
  * index along the new dim). */
 tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     bool stack = op->rule == TR__RULE_STACK;
@@ -557,7 +562,8 @@ static void for_blocks(const struct slices *sl, const char *a, char *b, bool par
     ib = it.strides[1][it.ndim - 1];
     chunks = (len + BLOCK - 1) / BLOCK;
     blocks = rows * chunks;
-#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (parallel && rows * len > PARALLEL_ELEMENTS)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (parallel && rows * len > PARALLEL_ELEMENTS)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t row = blk / chunks, first = blk % chunks * BLOCK, off[2];
         int64_t n = len - first < BLOCK ? len - first : BLOCK;
@@ -665,7 +671,8 @@ static void quantize_slice(const struct quantize_job *job, int64_t j, bool paral
 /* quantize(x, dtype=i8, dim=None) -> q, scale: scale = max|x| / 127 as
  * f32, one for x or one per index along dim. */
 tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
@@ -736,7 +743,8 @@ static void dequantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, i
 /* dequantize(q, scale, dim=None): q * scale as f32, the scale per index
  * along dim or one for all. */
 tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
-                           const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                           const struct tr_value *out, const struct tr_dest *dest,
+                           struct tr_tensor **results)
 {
     (void)dest; /* its results are its own: the caller copies them */
     struct tr_tensor *q, *given, *scale = NULL, *c = NULL;

@@ -52,7 +52,8 @@ static tr_status give(struct tr_tensor *v, struct tr_tensor **results)
 /* reshape(x, shape) and flatten(x, start, end): a view when x's strides
  * can express the new shape, else a view of a compact copy. */
 tr_status tr__k_reshape(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v, *compact;
@@ -74,7 +75,8 @@ tr_status tr__k_reshape(const struct tr__op *op, const struct tr_arg *args,
 
 /* transpose(x, dim0, dim1) */
 tr_status tr__k_transpose(const struct tr__op *op, const struct tr_arg *args,
-                          const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                          const struct tr_value *out, const struct tr_dest *dest,
+                          struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -91,7 +93,8 @@ tr_status tr__k_transpose(const struct tr__op *op, const struct tr_arg *args,
 
 /* permute(x, dims) */
 tr_status tr__k_permute(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -112,7 +115,8 @@ tr_status tr__k_permute(const struct tr__op *op, const struct tr_arg *args,
 /* squeeze(x, dim=None): the listed dimensions (all without dim) that have
  * size 1 go away. */
 tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -142,7 +146,8 @@ tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
 
 /* unsqueeze(x, dim): a dimension of size 1 at dim. */
 tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
-                          const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                          const struct tr_value *out, const struct tr_dest *dest,
+                          struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -174,7 +179,8 @@ tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
 /* expand(x, shape) and broadcast_to(x, shape): out's shape has the -1
  * entries resolved already. */
 tr_status tr__k_expand(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -191,7 +197,8 @@ tr_status tr__k_expand(const struct tr__op *op, const struct tr_arg *args,
  * two dimensions (for a negative offset [i - offset, i]), as a last
  * dimension whose stride is the sum of theirs. */
 tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v = NULL;
@@ -230,7 +237,8 @@ tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
 
 /* contiguous(x) and clone(x). */
 tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -245,7 +253,8 @@ tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
 
 /* cast(x, dtype): x itself when compact and of dtype already. */
 tr_status tr__k_cast(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
@@ -260,7 +269,8 @@ tr_status tr__k_cast(const struct tr__op *op, const struct tr_arg *args,
 
 /* to(x, device) */
 tr_status tr__k_to(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, const struct tr_dest *dest, struct tr_tensor **results)
+                   const struct tr_value *out, const struct tr_dest *dest,
+                   struct tr_tensor **results)
 {
     (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
