@@ -70,7 +70,7 @@ static struct tr_tensor *run(enum tr_op_id id, const struct tr_arg *given, int n
         else
             args[i].value = op->params[i].default_value;
     }
-    if (tr_op_run(op, args, r) != TR_OK)
+    if (tr_op_run(op, args, NULL, r) != TR_OK)
         die(op->name);
     return r[0];
 }
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
         double f = median(t_fused, trials), u = median(t_unfused, trials);
         double s = median(t_sum, trials), st = median(t_stream, trials);
         printf("fused_bench: sum(x * 2.0 + 1.0), x %lld f32 (%lld MiB), %d threads, median of %d\n",
-               (long long)n, (long long)mib, omp_get_max_threads(), trials);
+               (long long)n, (long long)mib, tr_num_threads(), trials);
         printf("  fused      %8.3f s  %6.2f GB/s  pool peak above x %llu bytes\n", f,
                bytes / f / 1e9, (unsigned long long)peak_fused);
         printf("  unfused    %8.3f s  %6.2f GB/s  pool peak above x %llu bytes\n", u,

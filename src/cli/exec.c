@@ -19,9 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "cli.h"
 #include "fold.h"
@@ -295,16 +292,6 @@ static bool read_twice(const struct instr *in, uint32_t value)
 
 /* ------------------------------------------------------------ instructions */
 
-static int reserve_output(void *ctx)
-{
-    return tio_output_reserve(ctx);
-}
-
-static int store_output(void *ctx, uint64_t offset, const void *src, size_t n)
-{
-    return tio_output_store(ctx, offset, src, n);
-}
-
 /* The result checked against what the lowering typed: a mismatch is a bug
  * of tensorrun's, not of the pipeline. */
 static tr_status check_result(const struct value *v, const struct tr_tensor *t)
@@ -319,40 +306,56 @@ static tr_status check_result(const struct value *v, const struct tr_tensor *t)
     return tr_set_error(TR_ERR_STATE, "internal error: a result is not what validate typed it as");
 }
 
+/* The argument of an elementwise instruction that may take its result in
+ * place: a result that dies here, read once, the only handle of its
+ * memory, of the result's dtype and shape; or NULL. */
+static struct tr_tensor *consumed(const struct exec *x, const struct instr *in, size_t at,
+                                  const struct tr_arg *args)
+{
+    const struct value *r = &x->prog->values[in->results[0]];
+
+    if (in->op->group_id != TR_GROUP_UNARY && in->op->group_id != TR_GROUP_BINARY)
+        return NULL;
+    for (int i = 0; i < in->nargs; i++) {
+        const struct operand *o = &in->args[i];
+        const struct value *v = o->kind == OPERAND_VALUE ? &x->prog->values[o->value] : NULL;
+        struct tr_tensor *t = args[i].tensor;
+        if (!v || !t || v->last_use != at || v->origin != ORIGIN_RESULT || read_twice(in, o->value))
+            continue;
+        if (v->meta.dtype == r->meta.dtype && v->meta.ndim == r->meta.ndim &&
+            memcmp(v->meta.shape, r->meta.shape, (size_t)v->meta.ndim * sizeof *v->meta.shape) == 0 &&
+            tr_tensor_is_sole_handle(t))
+            return t;
+    }
+    return NULL;
+}
+
 static tr_status run_op(struct exec *x, size_t at)
 {
     const struct instr *in = &x->prog->instrs[at];
     struct tr_arg args[TR_OP_MAX_PARAMS];
-    struct tr_tensor *out[TR_OP_MAX_RESULTS] = {NULL};
-    struct tr_result_dest dest;
+    struct tr_tensor *out[TR_OP_MAX_RESULTS] = {NULL}, *file = NULL;
+    struct tr_sink sink;
+    struct tr_dest dest = {NULL, NULL};
     tr_status s = TR_OK;
     int n = 0;
 
-    memset(&dest, 0, sizeof dest);
-    for (; n < in->nargs && s == TR_OK; n++) {
-        const struct operand *o = &in->args[n];
-        if (!operand_arg(x, o, &args[n]))
+    for (; n < in->nargs && s == TR_OK; n++)
+        if (!operand_arg(x, &in->args[n], &args[n]))
             s = tr_set_error(TR_ERR_OOM, "out of memory passing %s its arguments", in->op->name);
-        /* a value that dies here may take the result (x * 2 + 1 needs one buffer) */
-        args[n].consumable = o->kind == OPERAND_VALUE && args[n].tensor &&
-                             x->prog->values[o->value].last_use == at &&
-                             x->prog->values[o->value].origin == ORIGIN_RESULT &&
-                             !read_twice(in, o->value);
-    }
     if (s == TR_OK && in->dest_group >= 0) {
         const struct value *v = &x->prog->values[in->results[0]];
-        dest.tensor = tio_output_map(x->files[in->dest_group].file, v->meta.dtype, v->meta.ndim,
-                                     v->meta.shape);
-        dest.reserve = reserve_output;
-        dest.store = store_output;
-        dest.ctx = x->files[in->dest_group].file;
+        struct tio_output *f = x->files[in->dest_group].file;
+        file = tio_output_map(f, v->meta.dtype, v->meta.ndim, v->meta.shape);
+        sink = tio_output_sink(f);
+        dest.tensor = file;
+        dest.sink = &sink;
+    } else if (s == TR_OK) {
+        dest.tensor = consumed(x, in, at, args); /* x * 2 + 1 needs one buffer */
     }
-    if (s == TR_OK) {
-        tr_op_result_into(dest.tensor ? &dest : NULL);
-        s = tr_op_run(in->op, args, out);
-        tr_op_result_into(NULL);
-    }
-    tr_release(dest.tensor);
+    if (s == TR_OK)
+        s = tr_op_run(in->op, args, dest.tensor ? &dest : NULL, out);
+    tr_release(file);
     for (int i = 0; i < n; i++)
         free_arg(&args[i]);
     for (int r = 0; s == TR_OK && r < in->nresults; r++)
@@ -753,10 +756,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
         msg_error(NULL, "out of memory");
         return EXIT_OOM;
     }
-#ifdef _OPENMP
-    if (o->threads > 0)
-        omp_set_num_threads(o->threads);
-#endif
+    tr_set_num_threads(o->threads);
     if (tr_memory_set_limit(TR_CPU, o->memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
         free(x.tensors);

@@ -166,5 +166,5 @@ void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), 
 
 bool op_is_view(const struct tr_op_info *op)
 {
-    return strcmp(op->group, "views") == 0;
+    return op->group_id == TR_GROUP_VIEWS;
 }

@@ -36,59 +36,104 @@ tr__kernel_fn tr__kernel_for(enum tr_op_id id)
 
 /* ---------------------------------------------------------- helpers */
 
-static _Thread_local struct tr_result_dest result_into;
+/* --------------------------------------------------------- destinations */
 
-void tr_op_result_into(const struct tr_result_dest *dest)
+/* The bytes t addresses: [*lo, *hi) (empty for no elements). */
+static void byte_range(const struct tr_tensor *t, uintptr_t *lo, uintptr_t *hi)
 {
-    if (dest)
-        result_into = *dest;
-    else
-        memset(&result_into, 0, sizeof result_into);
+    int64_t first = 0, last = 0, item = (int64_t)tr_dtype_size(t->dtype);
+    uintptr_t base = (uintptr_t)t->storage->data + (uintptr_t)t->offset;
+
+    *lo = *hi = base;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0)
+            return;
+        if (t->strides[i] < 0)
+            first += (t->shape[i] - 1) * t->strides[i];
+        else
+            last += (t->shape[i] - 1) * t->strides[i];
+    }
+    *lo = base + (uintptr_t)(first * item);
+    *hi = base + (uintptr_t)((last + 1) * item);
 }
 
-/* Whether the offered destination fits a result as out describes it. */
-static bool dest_fits(const struct tr_value *out, struct tr_device device)
+/* Whether operand t is exactly the memory d: the same bytes, dtype, shape
+ * and strides, so that an elementwise kernel reads each element of it
+ * before it writes the same element of d. */
+static bool same_memory(const struct tr_tensor *t, const struct tr_tensor *d)
 {
-    const struct tr_tensor *d = result_into.tensor;
-
-    return d && device.kind == TR_DEV_CPU && d->storage->device.kind == TR_DEV_CPU &&
-           d->dtype == out->dtype && d->ndim == out->ndim &&
-           memcmp(d->shape, out->shape, (size_t)d->ndim * sizeof *d->shape) == 0 &&
-           !(d->storage->flags & TR_FLAG_READONLY) &&
-           tr__is_contiguous(d->ndim, d->shape, d->strides);
+    return t->storage->data == d->storage->data && t->offset == d->offset &&
+           t->dtype == d->dtype && t->ndim == d->ndim &&
+           memcmp(t->shape, d->shape, (size_t)t->ndim * sizeof *t->shape) == 0 &&
+           memcmp(t->strides, d->strides, (size_t)t->ndim * sizeof *t->strides) == 0;
 }
 
-/* The offered destination as a result (the offer is used up), or NULL. */
-static struct tr_tensor *take_dest(void)
+/* Whether the kernel may write d while it reads operand t: they share no
+ * byte, or the op is elementwise and t is exactly d. */
+static bool may_write_over(const struct tr_op_info *info, const struct tr_tensor *t,
+                           const struct tr_tensor *d)
 {
-    struct tr_tensor *d = result_into.tensor;
+    uintptr_t tlo, thi, dlo, dhi;
 
-    memset(&result_into, 0, sizeof result_into);
-    return tr__tensor_alias(d);
+    if (t->storage->device.kind != TR_DEV_CPU)
+        return true; /* another device's memory is not d's */
+    byte_range(t, &tlo, &thi);
+    byte_range(d, &dlo, &dhi);
+    if (tlo >= thi || dlo >= dhi || thi <= dlo || dhi <= tlo)
+        return true;
+    return (info->group_id == TR_GROUP_UNARY || info->group_id == TR_GROUP_BINARY) &&
+           same_memory(t, d);
+}
+
+/* dest as the kernel of info may use it for the result out describes, or
+ * NULL: it fits (CPU, writable, compact, of out's dtype and shape) and
+ * overlaps no operand it may not write over. */
+static const struct tr_dest *usable_dest(const struct tr_op_info *info,
+                                         const struct tr_arg *args,
+                                         const struct tr_value *out,
+                                         const struct tr_dest *dest)
+{
+    const struct tr_tensor *d = dest ? dest->tensor : NULL;
+
+    if (!d || out->device.kind != TR_DEV_CPU || d->storage->device.kind != TR_DEV_CPU ||
+        d->dtype != out->dtype || d->ndim != out->ndim ||
+        memcmp(d->shape, out->shape, (size_t)d->ndim * sizeof *d->shape) != 0 ||
+        (d->storage->flags & TR_FLAG_READONLY) ||
+        !tr__is_contiguous(d->ndim, d->shape, d->strides))
+        return NULL;
+    for (int i = 0; i < info->nparams; i++) {
+        if (args[i].tensor && !may_write_over(info, args[i].tensor, d))
+            return NULL;
+        for (size_t k = 0; args[i].items && k < args[i].value.count; k++)
+            if (args[i].items[k].tensor && !may_write_over(info, args[i].items[k].tensor, d))
+                return NULL;
+    }
+    return dest;
 }
 
 struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
-                                 struct tr_device device)
+                                 struct tr_device device, const struct tr_dest *dest)
 {
-    if (dest_fits(out, device)) {
-        if (!result_into.reserve || result_into.reserve(result_into.ctx) == 0)
-            return take_dest();
-        memset(&result_into, 0, sizeof result_into); /* its file cannot take the data */
-    }
+    const struct tr_sink *sink = dest ? dest->sink : NULL;
+
+    if (dest && (!sink || !sink->reserve || sink->reserve(sink->ctx) == 0))
+        return tr__tensor_alias(dest->tensor);
+    /* no destination, or its file cannot take the data */
     return tr__empty(name, out->dtype, out->ndim, out->shape, device);
 }
 
 struct tr_tensor *tr__stream_result(const char *name, const struct tr_value *out,
-                                    struct tr_device device, struct tr__store *store)
+                                    struct tr_device device, const struct tr_dest *dest,
+                                    struct tr__store *store)
 {
     memset(store, 0, sizeof *store);
     store->name = name;
-    if (dest_fits(out, device) && result_into.store) {
-        store->fn = result_into.store;
-        store->ctx = result_into.ctx;
-        return take_dest();
+    if (dest && dest->sink && dest->sink->store) {
+        store->fn = dest->sink->store;
+        store->ctx = dest->sink->ctx;
+        return tr__tensor_alias(dest->tensor);
     }
-    return tr__new_result(name, out, device);
+    return tr__new_result(name, out, device, dest);
 }
 
 tr_status tr__store_failed(const struct tr__store *store, int err)
@@ -133,30 +178,6 @@ void tr__stage_finish(struct tr__stage *st, atomic_int *first_error)
     st->buf = NULL;
     if (st->err)
         atomic_compare_exchange_strong(first_error, &none, st->err);
-}
-
-struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device)
-{
-    return tr__new_result("result", out, device);
-}
-
-struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
-                                   const struct tr_value *out)
-{
-    if (dest_fits(out, TR_CPU))
-        return NULL; /* made there, it needs no copy to reach its file */
-    for (int i = 0; i < nargs; i++) {
-        const struct tr_tensor *t = args[i].tensor;
-        if (!args[i].consumable || !t || t->dtype != out->dtype || t->ndim != out->ndim ||
-            memcmp(t->shape, out->shape, (size_t)t->ndim * sizeof *t->shape) != 0)
-            continue;
-        if (atomic_load(&t->storage->refs) != 1 || t->storage->kind != TR_STORAGE_POOL ||
-            (t->storage->flags & TR_FLAG_READONLY) || t->storage->device.kind != TR_DEV_CPU ||
-            !tr__is_contiguous(t->ndim, t->shape, t->strides))
-            continue;
-        return tr__tensor_alias(t);
-    }
-    return NULL;
 }
 
 enum tr_dtype tr__compute_dtype(enum tr_dtype d)
@@ -264,7 +285,7 @@ struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
 /* ---------------------------------------------------------- running */
 
 tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
-                    struct tr_tensor **results)
+                    const struct tr_dest *dest, struct tr_tensor **results)
 {
     const struct tr__op *op = tr__op_of(info);
     struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
@@ -296,7 +317,7 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
             s = tr__set_error(TR_ERR_DEVICE, "%s: the CUDA kernels are not written yet",
                               info->name);
     if (s == TR_OK)
-        s = op->kernel(op, args, out, results);
+        s = op->kernel(op, args, out, usable_dest(info, args, &out[0], dest), results);
     for (int i = 0; i < info->nparams; i++)
         free(lists[i]);
     return s;

@@ -398,23 +398,15 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
     return TR_OK;
 }
 
-/* The tensor arguments the op's dtype rule applies to: its data, not its
- * indices, conditions, weights or scales. */
-static bool is_data_param(const struct tr_param *p)
-{
-    return strcmp(p->name, "index") != 0 && strcmp(p->name, "condition") != 0 &&
-           strcmp(p->name, "weight") != 0 && strcmp(p->name, "bias") != 0 &&
-           strcmp(p->name, "scale") != 0 && strcmp(p->name, "min") != 0 &&
-           strcmp(p->name, "max") != 0;
-}
-
 static tr_status check_dtypes(const struct tr__op *op, const struct tr_value *args, int *bad)
 {
     for (int i = 0; i < op->info.nparams; i++) {
         const struct tr_param *p = &op->info.params[i];
         const struct tr_value *v = &args[i];
         size_t n = p->kind == TR_PARAM_TENSORS ? v->count : 1;
-        if (!is_data_param(p) ||
+        /* the op's dtypes are its data's, not its indices', conditions',
+         * weights' or scales' (marked in ops.def) */
+        if (p->any_dtype ||
             (p->kind != TR_PARAM_TENSOR && p->kind != TR_PARAM_TENSORS &&
              p->kind != TR_PARAM_TENSOR_OR_NONE))
             continue;
@@ -775,7 +767,7 @@ static tr_status rule_binary(const struct tr__op *op, const struct tr_value *arg
     else
         for (int i = 0; i < 2; i++)
             TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), d));
-    if (strcmp(NAME, "pow") == 0 && !tr_dtype_is_float(d) && ARG(1)->kind == TR_VALUE_INT &&
+    if (op->info.id == TR_OP_POW && !tr_dtype_is_float(d) && ARG(1)->kind == TR_VALUE_INT &&
         ARG(1)->known && ARG(1)->integer < 0)
         return fail(bad, 1, TR_ERR_DTYPE, NAME,
                     "an integer tensor to a negative integer power (%lld) is not allowed; "

@@ -11,22 +11,28 @@
 
 /* Computes op's results into results[0..nresults): called by tr_op_run
  * once tr_op_infer has checked args and given the results' dtypes and
- * shapes in out[].  New tensors join the current scope. */
+ * shapes in out[].  dest is results[0]'s destination, already checked by
+ * tr_op_run: NULL, or memory that fits out[0] and that the kernel may
+ * write while it reads its operands (it overlaps none, or, for the
+ * elementwise kernels, only operands that are exactly it).  A kernel
+ * makes its final result with tr__new_result or tr__stream_result, which
+ * take dest; its temporaries never do.  New tensors join the current
+ * scope. */
 typedef tr_status (*tr__kernel_fn)(const struct tr__op *op, const struct tr_arg *args,
-                                   const struct tr_value *out, struct tr_tensor **results);
+                                   const struct tr_value *out, const struct tr_dest *dest,
+                                   struct tr_tensor **results);
 
 /* The CPU kernel of op id (kernels.def), or NULL. */
 tr__kernel_fn tr__kernel_for(enum tr_op_id id);
 
-/* A new compact result tensor as out describes it, on device: the memory
- * tr_op_result_into offered when it fits, else the pool's (errors naming
- * name; "result" for tr__result). */
+/* The compact final result of an op as out describes it, on device: a new
+ * handle of dest->tensor when dest is not NULL and its sink (if any) can
+ * reserve it, else a new tensor of the pool (errors naming name). */
 struct tr_tensor *tr__new_result(const char *name, const struct tr_value *out,
-                                 struct tr_device device);
-struct tr_tensor *tr__result(const struct tr_value *out, struct tr_device device);
+                                 struct tr_device device, const struct tr_dest *dest);
 
-/* How a streamed result's bytes are written (tr_result_dest.store), and
- * the op's name for the error of a failed call. */
+/* How a streamed result's bytes are written (tr_sink.store), and the
+ * op's name for the error of a failed call. */
 struct tr__store {
     int (*fn)(void *ctx, uint64_t offset, const void *src, size_t n);
     void *ctx;
@@ -34,12 +40,13 @@ struct tr__store {
 };
 
 /* tr__new_result for a kernel that can hand its result over a run at a
- * time, in order: when the offered destination fits and is filled by
- * calls, its handle, with *store set, and the kernel writes every byte
- * through store->fn rather than into the tensor's memory; otherwise
- * tr__new_result's tensor, with store->fn NULL. */
+ * time, in order: when dest has a sink that stores, dest's handle, with
+ * *store set, and the kernel writes every byte through store->fn rather
+ * than into the tensor's memory; otherwise tr__new_result's tensor, with
+ * store->fn NULL. */
 struct tr_tensor *tr__stream_result(const char *name, const struct tr_value *out,
-                                    struct tr_device device, struct tr__store *store);
+                                    struct tr_device device, const struct tr_dest *dest,
+                                    struct tr__store *store);
 /* The error of a store that failed with errno err. */
 tr_status tr__store_failed(const struct tr__store *store, int err);
 
@@ -67,14 +74,6 @@ char *tr__stage_place(struct tr__stage *st, uint64_t at, uint64_t n);
  * do); its errno, if any, goes into *first_error unless an errno of
  * another thread's stage is there already. */
 void tr__stage_finish(struct tr__stage *st, atomic_int *first_error);
-
-/* A result for out written over one of the nargs arguments, when one is
- * consumable (tensorrun_ops.h) and can take it: the only handle of a
- * writable CPU pool storage, compact, of out's dtype and shape.  NULL when
- * none can, or when an offered destination (tr_op_result_into) fits; then
- * the kernel makes a new result. */
-struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
-                                   const struct tr_value *out);
 
 /* The argument for op's parameter called name, or NULL. */
 static inline const struct tr_arg *tr__arg_named(const struct tr__op *op,
@@ -113,7 +112,11 @@ typedef void (*tr__block_fn)(char *out, const char *const *in, int64_t n, const 
  * broadcast to out's shape; they are read block by block, converted to
  * in_compute, handed to fn, whose out_compute values are converted to
  * out's dtype and stored.  Blocks are spread over the threads; every
- * element is computed the same way whatever the thread count.  CPU only.
+ * element is computed the same way whatever the thread count.  out may
+ * be exactly one of the inputs (the same bytes, dtype, shape and strides:
+ * in place), as each block is read before its results are stored over it;
+ * any other overlap of out and an input is the caller's to refuse.  CPU
+ * only.
  */
 tr_status tr__map(struct tr_tensor *out, enum tr_dtype out_compute,
                   const struct tr_tensor *const *in, int nin, enum tr_dtype in_compute,

@@ -9,7 +9,7 @@
 
 #define KERNEL(id, fn)                                                       \
     tr_status fn(const struct tr__op *op, const struct tr_arg *args, const struct tr_value *out, \
-                 struct tr_tensor **results);
+                 const struct tr_dest *dest, struct tr_tensor **results);
 #include "kernels.def"
 #undef KERNEL
 

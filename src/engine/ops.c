@@ -33,7 +33,8 @@ const char *tr_param_kind_what(enum tr_param_kind kind)
 
 /* The rows of ops.def, as written. */
 struct op_row {
-    const char *name, *group, *params, *doc;
+    const char *name, *params, *doc;
+    enum tr_op_group group;
     enum tr__rule rule;
     enum tr__takes takes;
     int nresults;
@@ -41,7 +42,8 @@ struct op_row {
 
 static const struct op_row rows[] = {
 #define OP(id, name, group, rule, results, takes, params, doc)               \
-    [TR_OP_##id] = {#name, #group, params, doc, TR__RULE_##rule, TR__TAKES_##takes, results},
+    [TR_OP_##id] = {#name, params, doc, TR_GROUP_##group, TR__RULE_##rule, TR__TAKES_##takes,    \
+                    results},
 #include "ops.def"
 #undef OP
 };
@@ -51,6 +53,12 @@ static const struct op_row rows[] = {
 static struct tr__op ops[NOPS];
 static char signatures[NOPS][160];
 static pthread_once_t built = PTHREAD_ONCE_INIT;
+
+static const char *const group_names[] = {
+#define TR__GROUP_NAME(e, name) name,
+    TR_OP_GROUP_MAP(TR__GROUP_NAME)
+#undef TR__GROUP_NAME
+};
 
 static const char *const takes_words[] = {
     [TR__TAKES_ANY] = "any dtype",
@@ -113,6 +121,10 @@ static void parse_params(const struct op_row *row, struct tr__op *op)
             end = p + strlen(p);
         eq = memchr(colon, '=', (size_t)(end - colon));
         kind_len = (size_t)((eq ? eq : end) - colon - 1);
+        if (kind_len > 4 && strncmp(colon + 1 + kind_len - 4, "/any", 4) == 0) {
+            param->any_dtype = true;
+            kind_len -= 4;
+        }
         memcpy(name, p, name_len);
         param->name = name;
         for (int k = 0; k < TR_PARAM_KIND_COUNT; k++)
@@ -145,7 +157,8 @@ static void build(void)
         struct tr__op *op = &ops[i];
         op->info.id = (enum tr_op_id)i;
         op->info.name = rows[i].name;
-        op->info.group = rows[i].group;
+        op->info.group_id = rows[i].group;
+        op->info.group = group_names[rows[i].group];
         op->info.doc = rows[i].doc;
         op->info.nresults = rows[i].nresults;
         op->info.dtypes = takes_words[rows[i].takes];

@@ -34,7 +34,8 @@ struct tr__op {
     enum tr__takes takes;
     /* the CPU kernel (kernel_impl.h's tr__kernel_fn), NULL until written */
     tr_status (*kernel)(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results);
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results);
 };
 
 const struct tr__op *tr__op_of(const struct tr_op_info *info);

@@ -365,6 +365,12 @@ bool tr_tensor_shares_storage(const struct tr_tensor *a, const struct tr_tensor 
     return a->storage == b->storage;
 }
 
+bool tr_tensor_is_sole_handle(const struct tr_tensor *t)
+{
+    QUERY(t, false);
+    return atomic_load(&t->storage->refs) == 1;
+}
+
 const void *tr_tensor_data(const struct tr_tensor *t)
 {
     QUERY(t, NULL);

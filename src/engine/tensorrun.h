@@ -369,6 +369,10 @@ bool tr_tensor_is_contiguous(const struct tr_tensor *t);
 /* True when a and b are views of the same storage. */
 bool tr_tensor_shares_storage(const struct tr_tensor *a,
                               const struct tr_tensor *b);
+/* Whether t is the only handle of its storage: no other handle reads or
+ * writes its memory (what a caller checks before it passes a temporary it
+ * is about to release as the destination of an op over it). */
+bool tr_tensor_is_sole_handle(const struct tr_tensor *t);
 /* Address of element [0, ..., 0] (a device address for CUDA tensors); NULL
  * for a tensor of no elements. */
 const void *tr_tensor_data(const struct tr_tensor *t);
@@ -378,6 +382,19 @@ void *tr_tensor_data_mut(struct tr_tensor *t);
  * CUDA tensor's element is copied from the device. */
 tr_status tr_tensor_item(const struct tr_tensor *t, const int64_t *index,
                          double *out);
+
+/* --------------------------------------------------------------- threads */
+
+/* The number of threads every CPU kernel splits its work over from now on,
+ * for every thread that runs ops: n, or, for 0 (the start), the default:
+ * OMP_NUM_THREADS when it is set (tensorrun(1), ENVIRONMENT), else every
+ * processor the process may run on.  The bits of every result are the
+ * same for any count (blocks are fixed-size; tensorrun-pipeline(5)).
+ * TR_ERR_INVALID for a negative n or one above 65536. */
+tr_status tr_set_num_threads(int n);
+/* The threads a kernel uses: the count set, or the default (at least 1;
+ * worked out at its first use). */
+int tr_num_threads(void);
 
 /* ---------------------------------------------------------------- scopes */
 

@@ -81,6 +81,9 @@ struct tr_param {
     const char *name;
     enum tr_param_kind kind;
     bool required;
+    bool any_dtype;            /* the op's dtypes (tr_op_info.dtypes) do not
+                                  apply: an index, a condition, a weight, a
+                                  bound ("/any" in ops.def) */
     const char *default_text;  /* as `tensorrun ops` prints it; NULL if required */
     struct tr_value default_value;
 };
@@ -94,14 +97,34 @@ enum tr_op_id {
     TR_OP_COUNT
 };
 
+/* The groups of ops, as `tensorrun ops` lists them: enum constant and name. */
+#define TR_OP_GROUP_MAP(X)                                                   \
+    X(CREATE, "create")                                                      \
+    X(VIEWS, "views")                                                        \
+    X(COPY, "copy")                                                          \
+    X(UNARY, "unary")                                                        \
+    X(BINARY, "binary")                                                      \
+    X(REDUCE, "reduce")                                                      \
+    X(LINALG, "linalg")                                                      \
+    X(NEURAL, "neural")                                                      \
+    X(SELECT, "select")                                                      \
+    X(QUANTIZE, "quantize")
+
+enum tr_op_group {
+#define TR__GROUP_ENUM(e, name) TR_GROUP_##e,
+    TR_OP_GROUP_MAP(TR__GROUP_ENUM)
+#undef TR__GROUP_ENUM
+    TR_GROUP_COUNT
+};
+
 #define TR_OP_MAX_PARAMS 6
 #define TR_OP_MAX_RESULTS 2
 
 struct tr_op_info {
     enum tr_op_id id;
     const char *name;
-    const char *group;          /* create, views, copy, unary, binary, reduce,
-                                   linalg, neural, select, quantize */
+    enum tr_op_group group_id;  /* what callers test: TR_GROUP_VIEWS, ... */
+    const char *group;          /* its name, for printing: "views", ... */
     const char *signature;      /* "topk(x, k, dim=-1, largest=true, sorted=true)" */
     const char *dtypes;         /* the dtypes it takes, in words */
     const char *doc;            /* one line */
@@ -146,56 +169,69 @@ struct tr_arg {
     struct tr_value value;
     struct tr_tensor *tensor;
     const struct tr_arg *items;
-    /* the caller releases tensor right after the op and holds no other
-     * handle of its storage: an elementwise op may then write its result
-     * over it, when it is the storage's only handle and has the result's
-     * dtype and shape (x * 2 + 1 needs one buffer, not two) */
-    bool consumable;
 };
 
 /* The description of a tensor, as tr_op_infer takes it. */
 struct tr_value tr_value_of(const struct tr_tensor *t);
 
 /*
- * Runs op: args[i] for params[i], defaults filled in.  The arguments are
- * checked as tr_op_infer checks them; the results are new tensors in the
- * calling thread's innermost scope, on the device of the tensor arguments
- * (the CPU for ops that make tensors).  TR_ERR_STATE, naming the op, when
- * its kernel is not written yet.
+ * A sink: bytes handed over by calls rather than written through memory
+ * (io's output files implement it with pwrite).  store(ctx, offset, src, n)
+ * writes the n bytes at src at byte offset from the result's element 0;
+ * it is called from any thread, each byte of the result exactly once, and
+ * returns 0 or an errno (the op then fails with TR_ERR_IO).  reserve(ctx)
+ * readies the destination's memory before the first write through it (a
+ * file's blocks allocated, so that a full disk is an error and not a
+ * SIGBUS); 0, or an errno: the result is then made in the pool.  Either
+ * may be NULL: no store means every kernel writes through memory, no
+ * reserve that the memory is ready.
  */
-tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
-                    struct tr_tensor **results);
-
-/*
- * Where the next result may be made (tr_op_result_into).  tensor is the
- * memory: compact, writable, on the CPU.  When that memory is a shared
- * mapping of a file whose blocks are not yet reserved, reserve and store
- * say how to fill it: reserve(ctx) before the first store through memory
- * (0, or an errno when the file cannot take the data: the result is then
- * made elsewhere), or store(ctx, offset, src, n) instead, which writes n
- * bytes at byte offset from element 0 by a call (0 or an errno), from any
- * thread.  Kernels that finish their result in runs, in order (the
- * elementwise ops, and the row-wise ones along the last dimension) store;
- * the others reserve.  Both NULL: the memory is ready.
- */
-struct tr_result_dest {
-    struct tr_tensor *tensor;
-    int (*reserve)(void *ctx);
+struct tr_sink {
     int (*store)(void *ctx, uint64_t offset, const void *src, size_t n);
+    int (*reserve)(void *ctx);
     void *ctx;
 };
 
 /*
- * Offers dest as the memory of the next result an op run on this thread
- * makes of exactly dest's dtype and shape: that result is then a new
- * handle of dest->tensor, computed in place (an output computed straight
- * into its file).  At most one result takes it, and it may be a temporary
- * of the op rather than its final result: the caller checks with
- * tr_tensor_shares_storage.  NULL withdraws the offer.  The offer is a
- * copy of *dest but holds no reference: withdraw it before releasing
- * dest->tensor.
+ * Where an op's final result, results[0], goes (never a temporary of the
+ * op, nor results[1]).  tensor is the memory: compact, writable, on the
+ * CPU, of exactly the result's dtype and shape (NULL: no destination).
+ * sink, when not NULL, says how that memory is filled (a shared mapping
+ * of a file whose blocks are not reserved yet): the kernels that finish
+ * their result in runs, in order (the elementwise ops, and the row-wise
+ * ones along the last dimension) hand every byte to sink->store and never
+ * write tensor's memory; the others call sink->reserve first.
+ *
+ * The destination may be an operand's memory (in place): the elementwise
+ * ops (groups unary and binary) compute into it when every operand that
+ * overlaps it is exactly it (the same bytes, dtype, shape and strides), as
+ * in x = x * 2 + 1 over a temporary nothing else reads.  Any other overlap
+ * of the destination and an operand, and every other op, leave it alone.
+ *
+ * A kernel that cannot use the destination (it does not fit, it overlaps
+ * an operand, the file cannot be reserved, or the op makes its result
+ * otherwise: views, sort, gather, concat, ...) makes the result in the pool
+ * as without one; the caller tells which by
+ * tr_tensor_shares_storage(results[0], dest->tensor) and writes the result
+ * itself when it is not there.  The destination is only borrowed: results[0]
+ * is a new handle of dest->tensor when it took it.
  */
-void tr_op_result_into(const struct tr_result_dest *dest);
+struct tr_dest {
+    struct tr_tensor *tensor;
+    const struct tr_sink *sink;
+};
+
+/*
+ * Runs op: args[i] for params[i], defaults filled in.  The arguments are
+ * checked as tr_op_infer checks them; the results are new tensors in the
+ * calling thread's innermost scope, on the device of the tensor arguments
+ * (the CPU for ops that make tensors); results[0] is made in dest when it
+ * can be (dest NULL: in the pool; see struct tr_dest).  Kernels split
+ * their work over tr_num_threads() threads.  TR_ERR_STATE, naming the op,
+ * when its kernel is not written yet.
+ */
+tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
+                    const struct tr_dest *dest, struct tr_tensor **results);
 
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers):
  * a weak number, or a rank-0 tensor, does not widen a tensor with

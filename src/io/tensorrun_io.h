@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "tensorrun.h"
+#include "tensorrun_ops.h" /* struct tr_sink */
 
 #ifdef __cplusplus
 extern "C" {
@@ -219,6 +220,11 @@ int tio_output_reserve(struct tio_output *out);
  * rather than through memory (no page faults, no zeroed pages): 0 or an
  * errno.  Safe from several threads at once, at different offsets. */
 int tio_output_store(struct tio_output *out, uint64_t offset, const void *src, size_t n);
+/* The mapped output as the engine's sink (tensorrun_ops.h): store is
+ * tio_output_store, reserve tio_output_reserve, ctx out.  With the
+ * tensor tio_output_map gave, the destination of an op's result
+ * (struct tr_dest). */
+struct tr_sink tio_output_sink(struct tio_output *out);
 /* Bytes written so far (before compression: the file's own size). */
 uint64_t tio_output_bytes(const struct tio_output *out);
 /* Renames the written temporary file into place (after fsync of the file,

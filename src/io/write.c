@@ -413,6 +413,23 @@ int tio_output_store(struct tio_output *out, uint64_t offset, const void *src, s
     return 0;
 }
 
+static int sink_reserve(void *ctx)
+{
+    return tio_output_reserve(ctx);
+}
+
+static int sink_store(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    return tio_output_store(ctx, offset, src, n);
+}
+
+struct tr_sink tio_output_sink(struct tio_output *out)
+{
+    struct tr_sink sink = {.store = sink_store, .reserve = sink_reserve, .ctx = out};
+
+    return sink;
+}
+
 /* Whether t is the tensor tio_output_map made, as written. */
 static bool is_mapped(const struct tio_output *out, const struct tr_tensor *t, enum tr_dtype dtype)
 {

@@ -100,10 +100,11 @@ static inline struct tr_arg list_arg(const struct tr_arg *items, size_t n)
     return a;
 }
 
-/* Runs op on the given leading arguments (defaults for the rest); fills
- * results (when not NULL) and returns the first, or NULL. */
-static inline struct tr_tensor *run2(const char *name, const struct tr_arg *given, int n,
-                                     struct tr_tensor **results)
+/* Runs op on the given leading arguments (defaults for the rest), its
+ * result's destination dest (NULL: the pool); fills results (when not
+ * NULL) and returns the first, or NULL. */
+static inline struct tr_tensor *run_dest(const char *name, const struct tr_arg *given, int n,
+                                         const struct tr_dest *dest, struct tr_tensor **results)
 {
     const struct tr_op_info *op = tr_op_find(name);
     struct tr_arg args[TR_OP_MAX_PARAMS];
@@ -119,11 +120,24 @@ static inline struct tr_tensor *run2(const char *name, const struct tr_arg *give
             args[i].value = op->params[i].default_value;
         }
     }
-    if (tr_op_run(op, args, r) != TR_OK)
+    if (tr_op_run(op, args, dest, r) != TR_OK)
         return NULL;
     if (results)
         memcpy(results, r, sizeof r);
     return r[0];
+}
+
+static inline struct tr_tensor *run2(const char *name, const struct tr_arg *given, int n,
+                                     struct tr_tensor **results)
+{
+    return run_dest(name, given, n, NULL, results);
+}
+
+/* run() into dest. */
+static inline struct tr_tensor *run_into(const char *name, const struct tr_arg *given, int n,
+                                         const struct tr_dest *dest)
+{
+    return run_dest(name, given, n, dest, NULL);
 }
 
 static inline struct tr_tensor *run(const char *name, const struct tr_arg *given, int n)

@@ -326,15 +326,15 @@ static void test_statistics(void)
 static void test_random_threads(void)
 {
 #ifdef _OPENMP
-    int saved = omp_get_max_threads();
+    int saved = tr_num_threads();
     struct tr_tensor *a, *b;
     const int64_t n = 300001;
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     a = draw("randn", n, 5, TR_DTYPE_F64);
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     b = draw("randn", n, 5, TR_DTYPE_F64);
-    omp_set_num_threads(saved);
+    tr_set_num_threads(saved);
     ok(a && b && memcmp(tr_tensor_data(a), tr_tensor_data(b), (size_t)n * 8) == 0,
        "randn: the same bits with 1 and 4 threads");
     tr_release(b);

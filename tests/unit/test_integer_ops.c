@@ -324,13 +324,13 @@ static void test_threads(void)
     struct tr_tensor *a = noise(TR_DTYPE_I32, 2, (int64_t[]){150, 300}, 9);
     struct tr_tensor *b = noise(TR_DTYPE_I32, 2, (int64_t[]){300, 600}, 10);
     struct tr_tensor *c1, *c4;
-    int saved = omp_get_max_threads();
+    int saved = tr_num_threads();
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     c1 = matmul(a, b);
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     c4 = matmul(a, b);
-    omp_set_num_threads(saved);
+    tr_set_num_threads(saved);
     ok(c1 && c4 && memcmp(tr_tensor_data(c1), tr_tensor_data(c4), tr_tensor_nbytes(c1)) == 0 &&
            exact_product(a, b, c4),
        "i32 150x300 @ 300x600 (3x3 tiles): the same, exact result with 1 and 4 threads");
@@ -433,13 +433,11 @@ static void test_negative_power(void)
         struct tr_blob blob = {.data = memory, .nbytes = sizeof memory};
         struct tr_tensor *d = tr_from_blob(&blob, TR_DTYPE_I64, 1, (int64_t[]){3}, NULL, TR_CPU);
         struct counting_file cf = {0};
-        struct tr_result_dest into = {.tensor = d, .reserve = count_reserve,
-                                      .store = count_store, .ctx = &cf};
-        tr_op_result_into(&into);
-        r = run("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(e)}, 2);
-        tr_op_result_into(NULL);
+        struct tr_sink sink = {.reserve = count_reserve, .store = count_store, .ctx = &cf};
+        struct tr_dest into = {.tensor = d, .sink = &sink};
+        r = run_into("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(e)}, 2, &into);
         ok(!r && cf.stores == 0 && memory[0] == 7 && memory[1] == 7 && memory[2] == 7,
-           "nothing is stored into an offered result first");
+           "nothing is stored into a destination first");
         tr_release(d);
     }
     r = run("pow", (struct tr_arg[]){tensor_arg(x), tensor_arg(p)}, 2);

@@ -1,9 +1,9 @@
 /*
  * test_kernels.c - running ops through tr_op_run: elementwise kernels with
  * broadcasting, weak scalars, strided operands, f16 computed in f32, NaN
- * rules, truth values of floats, integers promoted to f16, results written
- * over consumable temporaries, into offered memory or streamed to an
- * offered file, and every op of the table with a kernel.
+ * rules, truth values of floats, integers promoted to f16, results made
+ * in their destination's memory or streamed to its sink, and every op of
+ * the table with a kernel.
  */
 #include <errno.h>
 #include <math.h>
@@ -194,8 +194,8 @@ static void test_softmax_narrow_tiled(void)
     tr_release(t);
 }
 
-/* A result offered memory by tr_op_result_into is made there, once, and
- * only when dtype and shape match. */
+/* A result given a destination is made there, and only when dtype and
+ * shape match. */
 static void test_result_into(void)
 {
     float a[4] = {1, 2, 3, 4}, dest[4] = {0}, small[2] = {0};
@@ -206,26 +206,20 @@ static void test_result_into(void)
     struct tr_tensor *d = tr_from_blob(&blob, TR_DTYPE_F32, 1, s, NULL, TR_CPU);
     struct tr_tensor *d2 = tr_from_blob(&blob2, TR_DTYPE_F32, 1, two, NULL, TR_CPU);
     struct tr_tensor *r, *r2;
-    struct tr_result_dest into = {.tensor = d}, into2 = {.tensor = d2};
+    struct tr_dest into = {.tensor = d}, into2 = {.tensor = d2};
 
-    tr_op_result_into(&into);
-    r = run("mul", (struct tr_arg[]){tensor_arg(t), int_arg(3)}, 2);
+    r = run_into("mul", (struct tr_arg[]){tensor_arg(t), int_arg(3)}, 2, &into);
     r2 = run("add", (struct tr_arg[]){tensor_arg(t), int_arg(1)}, 2);
-    tr_op_result_into(NULL);
-    ok(r && tr_tensor_shares_storage(r, d) && dest[3] == 12, "the result is made in the offered memory");
+    ok(r && tr_tensor_shares_storage(r, d) && dest[3] == 12, "the result is made in the destination");
     ok(r2 && !tr_tensor_shares_storage(r2, d) && dest[3] == 12 && at(r2, 0, 3) == 5,
-       "and only one result takes it");
+       "and a run without one leaves it alone");
     tr_release(r);
     tr_release(r2);
-    tr_op_result_into(&into2);
-    r = run("exp", (struct tr_arg[]){tensor_arg(t)}, 1);
-    tr_op_result_into(NULL);
+    r = run_into("exp", (struct tr_arg[]){tensor_arg(t)}, 1, &into2);
     ok(r && !tr_tensor_shares_storage(r, d2) && small[0] == 0, "not by a result of another shape");
     tr_release(r);
-    tr_op_result_into(&into);
-    r = run("softmax", (struct tr_arg[]){tensor_arg(t)}, 1);
+    r = run_into("softmax", (struct tr_arg[]){tensor_arg(t)}, 1, &into);
     r2 = run("matmul", (struct tr_arg[]){tensor_arg(t), tensor_arg(t)}, 2);
-    tr_op_result_into(NULL);
     ok(r && tr_tensor_shares_storage(r, d) && fabs(dest[0] + dest[1] + dest[2] + dest[3] - 1) < 1e-6,
        "softmax computes into it too");
     tr_release(r2);
@@ -235,7 +229,7 @@ static void test_result_into(void)
     tr_release(t);
 }
 
-/* An offered destination filled by calls, into got: what the calls
+/* A destination filled by calls, into got: what the calls
  * stored, how many there were, and how often memory was reserved. */
 struct fake_file {
     char *got;
@@ -265,10 +259,10 @@ static int fake_store(void *ctx, uint64_t offset, const void *src, size_t n)
     return 0;
 }
 
-/* Op name on args offered a destination filled by calls: true when the
+/* Op name on args given a destination filled by calls: true when the
  * result is the destination's, every byte came by calls (equal to the
- * result made without the offer), none went into its memory, and memory
- * was never reserved. */
+ * result made without one), none went into its memory, and memory was
+ * never reserved. */
 static bool streams(const char *name, const struct tr_arg *args, int nargs, int *stores)
 {
     struct tr_tensor *plain = run(name, args, nargs), *r, *d;
@@ -276,7 +270,8 @@ static bool streams(const char *name, const struct tr_arg *args, int nargs, int 
     char *memory = malloc(size), *got = calloc(1, size);
     struct tr_blob blob = {.data = memory, .nbytes = size};
     struct fake_file f = {.got = got, .size = size};
-    struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_sink sink = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_dest into = {.sink = &sink};
     bool good;
 
     memset(memory, 0x5a, size);
@@ -284,9 +279,7 @@ static bool streams(const char *name, const struct tr_arg *args, int nargs, int 
                              tr_tensor_shape(plain), NULL, TR_CPU)
               : NULL;
     into.tensor = d;
-    tr_op_result_into(&into);
-    r = d ? run(name, args, nargs) : NULL;
-    tr_op_result_into(NULL);
+    r = d ? run_into(name, args, nargs, &into) : NULL;
     good = plain && r && tr_tensor_shares_storage(r, d) && f.reserves == 0 &&
            memcmp(got, tr_tensor_data(plain), size) == 0;
     for (size_t i = 0; good && i < size; i++)
@@ -312,7 +305,7 @@ static bool streams_softmax(const struct tr_tensor *x, int dim, enum tr_dtype dt
     return good;
 }
 
-/* A softmax along rows offered a file filled by calls streams its rows
+/* A softmax along rows given a file filled by calls streams its rows
  * there, a stage of lines per call, in f32 and f16 and from a transposed
  * view, and so do the elementwise ops; softmax along columns reserves
  * memory instead; a file that cannot reserve gets nothing, and one whose
@@ -322,10 +315,10 @@ static void test_result_streamed(void)
     int64_t shape[2] = {40, 3000}, tshape[2] = {3000, 40};
     float *v = malloc(40 * 3000 * sizeof *v);
     struct tr_tensor *x, *xt_base, *xt, *r, *d;
-    int stores = 0, threads = omp_get_max_threads();
+    int stores = 0, threads = tr_num_threads();
 
     /* two threads: each hands its half over in one or two stages */
-    omp_set_num_threads(2);
+    tr_set_num_threads(2);
 
     for (int i = 0; i < 40 * 3000; i++)
         v[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f;
@@ -365,14 +358,13 @@ static void test_result_streamed(void)
     float *memory = calloc(40 * 3000, sizeof *memory);
     struct tr_blob blob = {.data = memory, .nbytes = 40 * 3000 * sizeof *memory};
     struct fake_file f = {0};
-    struct tr_result_dest into = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_sink sink = {.reserve = fake_reserve, .store = fake_store, .ctx = &f};
+    struct tr_dest into = {.sink = &sink};
     struct tr_arg args[2] = {tensor_arg(x), int_arg(0)};
 
     d = tr_from_blob(&blob, TR_DTYPE_F32, 2, shape, NULL, TR_CPU);
     into.tensor = d;
-    tr_op_result_into(&into);
-    r = run("softmax", args, 2);
-    tr_op_result_into(NULL);
+    r = run_into("softmax", args, 2, &into);
     double column = 0;
     for (int i = 0; r && i < 40; i++)
         column += memory[i * 3000 + 5];
@@ -384,9 +376,7 @@ static void test_result_streamed(void)
     f.fail = ENOSPC;
     f.reserves = 0;
     memset(memory, 0, 40 * 3000 * sizeof *memory);
-    tr_op_result_into(&into);
-    r = run("softmax", args, 2);
-    tr_op_result_into(NULL);
+    r = run_into("softmax", args, 2, &into);
     column = 0;
     for (int i = 0; r && i < 40; i++)
         column += at(r, i, 5);
@@ -397,16 +387,12 @@ static void test_result_streamed(void)
 
     args[1] = int_arg(-1);
     f.stores = 0;
-    tr_op_result_into(&into);
-    r = run("softmax", args, 2);
-    tr_op_result_into(NULL);
+    r = run_into("softmax", args, 2, &into);
     ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "No space left") &&
            f.stores >= 1,
        "a failed store fails the op: %s", tr_last_error());
     f.stores = 0;
-    tr_op_result_into(&into);
-    r = run("add", (struct tr_arg[]){tensor_arg(x), float_arg(1)}, 2);
-    tr_op_result_into(NULL);
+    r = run_into("add", (struct tr_arg[]){tensor_arg(x), float_arg(1)}, 2, &into);
     ok(!r && tr_last_status() == TR_ERR_IO && strstr(tr_last_error(), "add: cannot write") &&
            f.stores >= 1,
        "and so does an elementwise op's: %s", tr_last_error());
@@ -416,7 +402,7 @@ static void test_result_streamed(void)
     tr_release(xt_base);
     tr_release(x);
     free(v);
-    omp_set_num_threads(threads);
+    tr_set_num_threads(threads);
 }
 
 /* Every op of the table has its CPU kernel: `tensorrun ops` lists nothing
@@ -437,64 +423,6 @@ static void test_every_op_has_a_kernel(void)
        missing ? "; missing: " : "", missing ? missing : "");
 }
 
-/* A consumable temporary takes the result of an elementwise op in place;
- * anything else that might be read again never does. */
-static void test_consumable_reuse(void)
-{
-    float a[4] = {1, 2, 3, 4}, mapped[4] = {5, 6, 7, 8};
-    int64_t s[1] = {4};
-    struct tr_tensor *t = tr_from_data(a, TR_DTYPE_F32, 1, s, TR_CPU), *view, *r;
-    struct tr_blob blob = {.data = mapped, .nbytes = sizeof mapped, .flags = TR_FLAG_READONLY};
-    struct tr_memory_stats before, after;
-    struct tr_arg args[2];
-
-    args[0] = tensor_arg(t);
-    args[0].consumable = true;
-    args[1] = float_arg(2);
-    tr_memory_stats(TR_CPU, &before);
-    r = run("mul", args, 2);
-    tr_memory_stats(TR_CPU, &after);
-    ok(r && tr_tensor_shares_storage(r, t) && at(r, 0, 3) == 8, "mul writes over a consumable temporary");
-    is_int(after.alloc_count - before.alloc_count, 0, "... and allocates nothing");
-    tr_release(t);
-    ok(r && at(r, 0, 0) == 2, "the result outlives the temporary's handle");
-
-    args[0] = tensor_arg(r);
-    r = run("sub", args, 2);
-    ok(r && !tr_tensor_shares_storage(r, args[0].tensor), "not without consumable");
-    tr_release(args[0].tensor);
-
-    view = tr_slice(r, 0, 0, 4, 1);
-    args[0] = tensor_arg(r);
-    args[0].consumable = true;
-    t = run("neg", args, 1);
-    ok(t && !tr_tensor_shares_storage(t, r), "not while another handle shares the storage");
-    tr_release(view);
-    tr_release(t);
-
-    t = run("add", (struct tr_arg[]){args[0], tensor_arg(r)}, 2);
-    ok(t && at(t, 0, 0) == 0, "x + x with one consumable handle");
-    tr_release(t);
-    view = tr_zeros(TR_DTYPE_F32, 2, (int64_t[]){2, 1}, TR_CPU);
-    args[0] = tensor_arg(r);
-    args[0].consumable = true;
-    args[1] = tensor_arg(view);
-    t = run("add", args, 2);
-    ok(t && tr_tensor_ndim(t) == 2 && !tr_tensor_shares_storage(t, r),
-       "not when the result is larger (broadcast)");
-    tr_release(t);
-    tr_release(view);
-    tr_release(r);
-
-    t = tr_from_blob(&blob, TR_DTYPE_F32, 1, s, NULL, TR_CPU);
-    args[0] = tensor_arg(t);
-    args[0].consumable = true;
-    r = run("exp", args, 1);
-    ok(r && !tr_tensor_shares_storage(r, t) && mapped[0] == 5, "never over read-only memory");
-    tr_release(r);
-    tr_release(t);
-}
-
 int main(void)
 {
     test_binary();
@@ -502,7 +430,6 @@ int main(void)
     test_strided_and_half();
     test_nan_rules();
     test_every_op_has_a_kernel();
-    test_consumable_reuse();
     test_logical_floats();
     test_integer_to_half();
     test_softmax_narrow_tiled();

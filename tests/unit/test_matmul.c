@@ -348,13 +348,13 @@ static bool same_bits_for_threads(struct tr_tensor *a, struct tr_tensor *b)
 #ifdef _OPENMP
     struct tr_tensor *c1, *c4;
     bool same;
-    int saved = omp_get_max_threads();
+    int saved = tr_num_threads();
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     c1 = matmul(a, b);
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     c4 = matmul(a, b);
-    omp_set_num_threads(saved);
+    tr_set_num_threads(saved);
     same = c1 && c4 && tr_tensor_nbytes(c1) == tr_tensor_nbytes(c4) &&
            memcmp(tr_tensor_data(c1), tr_tensor_data(c4), tr_tensor_nbytes(c1)) == 0;
     tr_release(c4);

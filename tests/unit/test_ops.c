@@ -87,6 +87,26 @@ static void test_table(void)
            tr_op_find("quantize")->nresults == 2,
        "topk, sort and quantize give two results");
     ok(tr_op_find("sofmax") == NULL, "unknown names are not found");
+    bool grouped = true;
+    for (size_t i = 0; i < tr_op_count(); i++) {
+        const struct tr_op_info *op = tr_op_at(i);
+        /* the enum and the printed name are one row of TR_OP_GROUP_MAP */
+        const char *word = strstr(groups, op->group);
+        int nth = 0;
+        for (const char *c = groups; word && c < word; c++)
+            nth += *c == ' ';
+        grouped = grouped && op->id == (enum tr_op_id)i && word && nth == (int)op->group_id;
+    }
+    ok(grouped, "every op's id is its index, and its group_id names its group");
+    ok(tr_op_get(TR_OP_RESHAPE)->group_id == TR_GROUP_VIEWS &&
+           tr_op_get(TR_OP_SOFTMAX)->group_id == TR_GROUP_NEURAL &&
+           strcmp(tr_op_get(TR_OP_SOFTMAX)->name, "softmax") == 0,
+       "reshape is a view, softmax a neural op");
+    const struct tr_op_info *gather = tr_op_get(TR_OP_GATHER), *clamp = tr_op_get(TR_OP_CLAMP);
+    ok(!gather->params[0].any_dtype && gather->params[2].any_dtype &&
+           gather->params[2].kind == TR_PARAM_TENSOR && clamp->params[1].any_dtype &&
+           clamp->params[1].kind == TR_PARAM_TENSOR_OR_NONE && !clamp->params[1].required,
+       "ops.def's /any marks an index and a bound, and leaves the kind and default alone");
     ok(strcmp(tr_op_find("gelu")->params[1].default_value.string, "none") == 0,
        "string defaults are read");
 }

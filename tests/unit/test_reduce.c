@@ -925,17 +925,17 @@ static void test_accuracy_and_threads(void)
     x = vec(v, n);
     x2 = f32(v, 2, shape2);
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     r1 = RUN("sum", tensor_arg(x));
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     r4 = RUN("sum", tensor_arg(x));
     ok(same_bits(r1, r4), "sum of 3e6 f32: the same bits with 1 and 4 threads");
     {
         /* and with 2 and 16, more threads than this machine may have */
         struct tr_tensor *r2, *r16;
-        omp_set_num_threads(2);
+        tr_set_num_threads(2);
         r2 = RUN("sum", tensor_arg(x));
-        omp_set_num_threads(16);
+        tr_set_num_threads(16);
         r16 = RUN("sum", tensor_arg(x));
         ok(same_bits(r1, r2) && same_bits(r1, r16), "... and with 2 and 16 threads");
         tr_release(r2);
@@ -951,9 +951,9 @@ static void test_accuracy_and_threads(void)
     tr_release(r1);
     tr_release(r4);
 
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     r1 = RUN("mean", tensor_arg(x));
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     r4 = RUN("mean", tensor_arg(x));
     ok(same_bits(r1, r4), "mean of 3e6 f32: the same bits with 1 and 4 threads");
     ok(r1 && near(el(r1, 0), (double)(exact / n), 1e-6), "mean against long double");
@@ -961,9 +961,9 @@ static void test_accuracy_and_threads(void)
     tr_release(r4);
 
     for (int dim = 0; dim < 2; dim++) {
-        omp_set_num_threads(1);
+        tr_set_num_threads(1);
         r1 = RUN("sum", tensor_arg(x2), int_arg(dim));
-        omp_set_num_threads(4);
+        tr_set_num_threads(4);
         r4 = RUN("sum", tensor_arg(x2), int_arg(dim));
         ok(same_bits(r1, r4), "sum of [1000, 3000] over dim %d: the same bits with 1 and 4 threads",
            dim);
@@ -995,9 +995,9 @@ static void test_accuracy_and_threads(void)
         const char *ops[6] = {"sum", "mean", "var", "logsumexp", "argmax", "prod"};
         for (int k = 0; k < 6; k++) {
             struct tr_tensor *a, *b, *c;
-            omp_set_num_threads(1);
+            tr_set_num_threads(1);
             a = RUN(ops[k], tensor_arg(wt), int_arg(1));
-            omp_set_num_threads(4);
+            tr_set_num_threads(4);
             b = RUN(ops[k], tensor_arg(wt), int_arg(1));
             c = RUN(ops[k], tensor_arg(wc), int_arg(1));
             ok(a && same_bits(a, b) && same_bits(a, c),
@@ -1020,9 +1020,9 @@ static void test_accuracy_and_threads(void)
         struct tr_tensor *c = tr_contiguous(xt), *w, *b, *a, *d, *dt;
         float *wv = malloc(1000 * sizeof *wv);
         for (int k = 0; k < 3; k++) {
-            omp_set_num_threads(1);
+            tr_set_num_threads(1);
             a = RUN(ops[k], tensor_arg(x2), int_arg(0));
-            omp_set_num_threads(4);
+            tr_set_num_threads(4);
             r4 = RUN(ops[k], tensor_arg(x2), int_arg(0));
             d = RUN(ops[k], tensor_arg(c), int_arg(1));
             dt = d ? tr_transpose(d, 0, 1) : NULL;
@@ -1054,29 +1054,29 @@ static void test_accuracy_and_threads(void)
         tr_release(c);
         free(wv);
     }
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     r1 = RUN("softmax", tensor_arg(xt), int_arg(0));
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     r4 = RUN("softmax", tensor_arg(xt), int_arg(0));
     ok(same_bits(r1, r4), "softmax of a strided [3000, 1000] over dim 0: the same bits");
     tr_release(r1);
     tr_release(r4);
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     r1 = RUN("norm", tensor_arg(xt), int_arg(3), int_arg(1));
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     r4 = RUN("norm", tensor_arg(xt), int_arg(3), int_arg(1));
     ok(same_bits(r1, r4), "norm ord 3 of a strided [3000, 1000] over dim 1: the same bits");
     tr_release(r1);
     tr_release(r4);
-    omp_set_num_threads(1);
+    tr_set_num_threads(1);
     r1 = RUN("cumsum", tensor_arg(x2), int_arg(0));
-    omp_set_num_threads(4);
+    tr_set_num_threads(4);
     r4 = RUN("cumsum", tensor_arg(x2), int_arg(0));
     ok(same_bits(r1, r4), "cumsum of [1000, 3000] over dim 0: the same bits");
     tr_release(r1);
     tr_release(r4);
     tr_release(xt);
-    omp_set_num_threads(omp_get_num_procs());
+    tr_set_num_threads(0);
 
     tr_release(x2);
     tr_release(x);

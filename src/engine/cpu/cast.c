@@ -304,7 +304,8 @@ void tr__cpu_cast(char *dst, const int64_t *dst_strides, enum tr_dtype to, const
     blocks_per_row = (len + BLOCK_ELEMENTS - 1) / BLOCK_ELEMENTS;
     blocks = rows * blocks_per_row;
 
-#pragma omp parallel for schedule(static) if (rows * len > PARALLEL_ELEMENTS)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (rows * len > PARALLEL_ELEMENTS)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t row = b / blocks_per_row, first = b % blocks_per_row * BLOCK_ELEMENTS;
         int64_t n = len - first < BLOCK_ELEMENTS ? len - first : BLOCK_ELEMENTS;

@@ -53,7 +53,8 @@ void tr__cpu_copy(char *dst, const int64_t *dst_strides, const char *src,
     if (blocks == 0)
         return;
 
-#pragma omp parallel for schedule(static) if ((uint64_t)(rows * len) * itemsize > PARALLEL_BYTES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if ((uint64_t)(rows * len) * itemsize > PARALLEL_BYTES)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t row = b / blocks_per_row, first = b % blocks_per_row * BLOCK_ELEMENTS;
         int64_t n = len - first < BLOCK_ELEMENTS ? len - first : BLOCK_ELEMENTS;
@@ -70,7 +71,7 @@ void tr__cpu_fill_zero(char *dst, uint64_t bytes)
 {
     int64_t chunk = BLOCK_ELEMENTS * 64, blocks = (int64_t)((bytes + (uint64_t)chunk - 1) / (uint64_t)chunk);
 
-#pragma omp parallel for schedule(static) if (bytes > PARALLEL_BYTES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (bytes > PARALLEL_BYTES)
     for (int64_t b = 0; b < blocks; b++) {
         uint64_t first = (uint64_t)b * (uint64_t)chunk;
         memset(dst + first, 0, bytes - first < (uint64_t)chunk ? bytes - first : (uint64_t)chunk);

@@ -46,10 +46,12 @@ static struct number number_of(const struct tr_value *v)
     return n;
 }
 
-/* The compact result out describes, on the CPU; errors name the op. */
-static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out)
+/* The compact result out describes, on the CPU (in dest when there is
+ * one); errors name the op. */
+static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out,
+                                    const struct tr_dest *dest)
 {
-    return tr__new_result(op->info.name, out, TR_CPU);
+    return tr__new_result(op->info.name, out, TR_CPU, dest);
 }
 
 static tr_status finish(struct tr_tensor *t, tr_status s, struct tr_tensor **results)
@@ -78,7 +80,7 @@ static void fill(struct tr_tensor *t, const void *value)
         tr__cpu_fill_zero(data, (uint64_t)n * size);
         return;
     }
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t b = 0; b < blocks; b++) {
         int64_t end = (b + 1) * BLOCK < n ? (b + 1) * BLOCK : n;
         for (int64_t i = b * BLOCK; i < end; i++)
@@ -88,19 +90,20 @@ static void fill(struct tr_tensor *t, const void *value)
 
 /* zeros(shape, dtype), ones(shape, dtype), full(shape, value, dtype). */
 tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     struct tr_value one = {.kind = TR_VALUE_INT, .integer = 1};
     struct number n;
     char item[8];
 
     if (!t)
         return tr_last_status();
-    if (strcmp(op->info.name, "zeros") == 0) {
+    if (op->info.id == TR_OP_ZEROS) {
         memset(item, 0, sizeof item);
     } else {
-        n = number_of(strcmp(op->info.name, "ones") == 0 ? &one : &args[1].value);
+        n = number_of(op->info.id == TR_OP_ONES ? &one : &args[1].value);
         /* the conversion rules of tr_copy_into: full(s, 2.7, i32) holds 2 */
         tr__cpu_cast_row(item, 0, t->dtype, (const char *)&n.bits, 0, n.from, 1);
     }
@@ -112,12 +115,13 @@ tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
  * i64 when start, stop and step are all integers, else in f64, then
  * converted to the result's dtype. */
 tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const struct tr_value *a = &args[0].value, *b = &args[1].value, *c = &args[2].value;
     bool integers = a->kind == TR_VALUE_INT && c->kind == TR_VALUE_INT &&
                     (b->kind == TR_VALUE_INT || b->kind == TR_VALUE_NONE);
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t n, blocks, size;
     char *data;
 
@@ -127,7 +131,7 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
     blocks = (n + BLOCK - 1) / BLOCK;
     size = (int64_t)tr_dtype_size(t->dtype);
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, count = n - first < BLOCK ? n - first : BLOCK;
         union {
@@ -156,10 +160,11 @@ tr_status tr__k_arange(const struct tr__op *op, const struct tr_arg *args,
  * PyTorch does, so that the first value is start and the last stop
  * exactly. */
 tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
     double start = tr__number(&args[0].value), stop = tr__number(&args[1].value), step;
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t n, half, blocks, size;
     char *data;
 
@@ -171,7 +176,7 @@ tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
     blocks = (n + BLOCK - 1) / BLOCK;
     size = (int64_t)tr_dtype_size(t->dtype);
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_VALUES)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, count = n - first < BLOCK ? n - first : BLOCK;
         double buf[BLOCK];
@@ -190,9 +195,10 @@ tr_status tr__k_linspace(const struct tr__op *op, const struct tr_arg *args,
 
 /* eye(n, m=None, dtype): ones on the main diagonal, zeros elsewhere. */
 tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
-                    const struct tr_value *out, struct tr_tensor **results)
+                    const struct tr_value *out, const struct tr_dest *dest,
+                    struct tr_tensor **results)
 {
-    struct tr_tensor *t = new_result(op, out);
+    struct tr_tensor *t = new_result(op, out, dest);
     int64_t rows, cols, diag, size, one = 1;
     char item[8], *data;
 
@@ -216,9 +222,10 @@ tr_status tr__k_eye(const struct tr__op *op, const struct tr_arg *args,
 /* rand(shape, seed=0, dtype) and randn: element i from Philox-4x32-10
  * with counter i, as philox_math.h defines. */
 tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
-    bool normal = strcmp(op->info.name, "randn") == 0;
+    bool normal = op->info.id == TR_OP_RANDN;
     /* a negative seed stands for its two's complement bits */
     uint64_t seed = (uint64_t)args[1].value.integer;
     enum tr_dtype dtype = out->dtype;
@@ -228,13 +235,14 @@ tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
 
     TR_RETURN_ERROR_IF(!tr_dtype_is_float(dtype), TR_ERR_DTYPE,
                        "%s: makes floats, not %s", op->info.name, tr_dtype_name(dtype));
-    t = new_result(op, out);
+    t = new_result(op, out, dest);
     if (!t)
         return tr_last_status();
     n = tr_tensor_numel(t);
     blocks = (n + BLOCK - 1) / BLOCK;
     data = t->storage->data + t->offset;
-#pragma omp parallel for schedule(static) if (n > PARALLEL_VALUES / 16)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (n > PARALLEL_VALUES / 16)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, end = n - first < BLOCK ? n : first + BLOCK;
 

@@ -10,12 +10,13 @@
 
 /* The loops of one op, by compute dtype; NULL where the op has none. */
 struct loops {
-    const char *name;
     tr__block_fn f32, f64, i64, u64;
 };
 
 static tr__block_fn pick(const struct loops *l, enum tr_dtype compute)
 {
+    if (!l)
+        return NULL;
     switch (compute) {
     case TR_DTYPE_F32: return l->f32;
     case TR_DTYPE_F64: return l->f64;
@@ -24,12 +25,10 @@ static tr__block_fn pick(const struct loops *l, enum tr_dtype compute)
     }
 }
 
-static const struct loops *find_loops(const struct loops *table, const char *name)
+/* The loops of op id in table (indexed by op id), or NULL. */
+static const struct loops *loops_of(const struct loops *table, enum tr_op_id id)
 {
-    for (; table->name; table++)
-        if (strcmp(table->name, name) == 0)
-            return table;
-    return NULL;
+    return table[id].f32 || table[id].i64 ? &table[id] : NULL;
 }
 
 /* ---------------------------------------------------------------- unary */
@@ -107,40 +106,41 @@ PREDICATE(not_f64, double, v == 0)
 PREDICATE(not_i64, int64_t, v == 0)
 PREDICATE(not_u64, uint64_t, v == 0)
 
-static const struct loops unary_loops[] = {
-    {"neg", neg_f32, neg_f64, neg_i64, neg_u64},
-    {"abs", abs_f32, abs_f64, abs_i64, abs_u64},
-    {"sign", sign_f32, sign_f64, sign_i64, sign_u64},
-    {"square", square_f32, square_f64, square_i64, square_u64},
-    {"relu", relu_f32, relu_f64, relu_i64, relu_u64},
-    {"floor", floor_f32, floor_f64, floor_i64, floor_u64},
-    {"ceil", ceil_f32, ceil_f64, ceil_i64, ceil_u64},
-    {"round", round_f32, round_f64, round_i64, round_u64},
-    {"exp", exp_f32, exp_f64, NULL, NULL},
-    {"log", log_f32, log_f64, NULL, NULL},
-    {"log1p", log1p_f32, log1p_f64, NULL, NULL},
-    {"expm1", expm1_f32, expm1_f64, NULL, NULL},
-    {"sqrt", sqrt_f32, sqrt_f64, NULL, NULL},
-    {"rsqrt", rsqrt_f32, rsqrt_f64, NULL, NULL},
-    {"reciprocal", reciprocal_f32, reciprocal_f64, NULL, NULL},
-    {"sin", sin_f32, sin_f64, NULL, NULL},
-    {"cos", cos_f32, cos_f64, NULL, NULL},
-    {"tanh", tanh_f32, tanh_f64, NULL, NULL},
-    {"sigmoid", sigmoid_f32, sigmoid_f64, NULL, NULL},
-    {"silu", silu_f32, silu_f64, NULL, NULL},
-    {"erf", erf_f32, erf_f64, NULL, NULL},
-    {"isnan", isnan_f32, isnan_f64, isnan_int, isnan_int},
-    {"isfinite", isfinite_f32, isfinite_f64, isfinite_int, isfinite_int},
-    {"logical_not", not_f32, not_f64, not_i64, not_u64},
-    {NULL, NULL, NULL, NULL, NULL},
+static const struct loops unary_loops[TR_OP_COUNT] = {
+    [TR_OP_NEG] = {neg_f32, neg_f64, neg_i64, neg_u64},
+    [TR_OP_ABS] = {abs_f32, abs_f64, abs_i64, abs_u64},
+    [TR_OP_SIGN] = {sign_f32, sign_f64, sign_i64, sign_u64},
+    [TR_OP_SQUARE] = {square_f32, square_f64, square_i64, square_u64},
+    [TR_OP_RELU] = {relu_f32, relu_f64, relu_i64, relu_u64},
+    [TR_OP_FLOOR] = {floor_f32, floor_f64, floor_i64, floor_u64},
+    [TR_OP_CEIL] = {ceil_f32, ceil_f64, ceil_i64, ceil_u64},
+    [TR_OP_ROUND] = {round_f32, round_f64, round_i64, round_u64},
+    [TR_OP_EXP] = {exp_f32, exp_f64, NULL, NULL},
+    [TR_OP_LOG] = {log_f32, log_f64, NULL, NULL},
+    [TR_OP_LOG1P] = {log1p_f32, log1p_f64, NULL, NULL},
+    [TR_OP_EXPM1] = {expm1_f32, expm1_f64, NULL, NULL},
+    [TR_OP_SQRT] = {sqrt_f32, sqrt_f64, NULL, NULL},
+    [TR_OP_RSQRT] = {rsqrt_f32, rsqrt_f64, NULL, NULL},
+    [TR_OP_RECIPROCAL] = {reciprocal_f32, reciprocal_f64, NULL, NULL},
+    [TR_OP_SIN] = {sin_f32, sin_f64, NULL, NULL},
+    [TR_OP_COS] = {cos_f32, cos_f64, NULL, NULL},
+    [TR_OP_TANH] = {tanh_f32, tanh_f64, NULL, NULL},
+    [TR_OP_SIGMOID] = {sigmoid_f32, sigmoid_f64, NULL, NULL},
+    [TR_OP_SILU] = {silu_f32, silu_f64, NULL, NULL},
+    [TR_OP_ERF] = {erf_f32, erf_f64, NULL, NULL},
+    [TR_OP_ISNAN] = {isnan_f32, isnan_f64, isnan_int, isnan_int},
+    [TR_OP_ISFINITE] = {isfinite_f32, isfinite_f64, isfinite_int, isfinite_int},
+    [TR_OP_LOGICAL_NOT] = {not_f32, not_f64, not_i64, not_u64},
 };
 
 /* The unary ops: computed in the result's compute dtype, or for the
  * predicates in the input's, giving bool. */
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, struct tr_tensor **results);
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results);
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, struct tr_tensor **results)
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results)
 {
     const char *name = op->info.name;
     bool predicate = op->rule == TR__RULE_PREDICATE;
@@ -151,30 +151,25 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
     tr__block_fn fn;
     tr_status s;
 
-    y = tr__reuse_result(args, 1, out);
     x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
                        : tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
-    if (!x) {
-        tr_release(y);
+    if (!x)
         return tr_last_status();
-    }
     in_compute = tr__compute_dtype(predicate ? x->dtype : out->dtype);
     out_compute = predicate ? TR_DTYPE_BOOL : in_compute;
-    if (strcmp(name, "gelu") == 0) {
-        static const struct loops none = {"gelu", gelu_none_f32, gelu_none_f64, NULL, NULL};
-        static const struct loops tanh_ = {"gelu", gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
+    if (op->info.id == TR_OP_GELU) {
+        static const struct loops none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
+        static const struct loops tanh_ = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
         l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
     } else {
-        l = find_loops(unary_loops, name);
+        l = loops_of(unary_loops, op->info.id);
     }
-    fn = l ? pick(l, in_compute) : NULL;
+    fn = pick(l, in_compute);
     if (!fn) {
         tr_release(x);
-        tr_release(y);
         return tr__set_error(TR_ERR_STATE, "%s: no loop for %s", name, tr_dtype_name(in_compute));
     }
-    if (!y)
-        y = tr__stream_result(name, out, x->storage->device, &store);
+    y = tr__stream_result(name, out, x->storage->device, dest, &store);
     s = y ? tr__map_stream(y, &store, out_compute, (const struct tr_tensor *const[]){x}, 1,
                            in_compute, fn, NULL)
           : tr_last_status();
@@ -268,23 +263,22 @@ COMPARE_ALL(ge, p >= q)
 COMPARE_ALL(and, p != 0 && q != 0)
 COMPARE_ALL(or, p != 0 || q != 0)
 
-static const struct loops binary_loops[] = {
-    {"add", add_f32, add_f64, add_i64, add_u64},
-    {"sub", sub_f32, sub_f64, sub_i64, sub_u64},
-    {"mul", mul_f32, mul_f64, mul_i64, mul_u64},
-    {"div", div_f32, div_f64, NULL, NULL},
-    {"pow", pow_f32, pow_f64, pow_i64, pow_u64},
-    {"maximum", maximum_f32, maximum_f64, maximum_i64, maximum_u64},
-    {"minimum", minimum_f32, minimum_f64, minimum_i64, minimum_u64},
-    {"eq", eq_f32, eq_f64, eq_i64, eq_u64},
-    {"ne", ne_f32, ne_f64, ne_i64, ne_u64},
-    {"lt", lt_f32, lt_f64, lt_i64, lt_u64},
-    {"le", le_f32, le_f64, le_i64, le_u64},
-    {"gt", gt_f32, gt_f64, gt_i64, gt_u64},
-    {"ge", ge_f32, ge_f64, ge_i64, ge_u64},
-    {"logical_and", and_f32, and_f64, and_i64, and_u64},
-    {"logical_or", or_f32, or_f64, or_i64, or_u64},
-    {NULL, NULL, NULL, NULL, NULL},
+static const struct loops binary_loops[TR_OP_COUNT] = {
+    [TR_OP_ADD] = {add_f32, add_f64, add_i64, add_u64},
+    [TR_OP_SUB] = {sub_f32, sub_f64, sub_i64, sub_u64},
+    [TR_OP_MUL] = {mul_f32, mul_f64, mul_i64, mul_u64},
+    [TR_OP_DIV] = {div_f32, div_f64, NULL, NULL},
+    [TR_OP_POW] = {pow_f32, pow_f64, pow_i64, pow_u64},
+    [TR_OP_MAXIMUM] = {maximum_f32, maximum_f64, maximum_i64, maximum_u64},
+    [TR_OP_MINIMUM] = {minimum_f32, minimum_f64, minimum_i64, minimum_u64},
+    [TR_OP_EQ] = {eq_f32, eq_f64, eq_i64, eq_u64},
+    [TR_OP_NE] = {ne_f32, ne_f64, ne_i64, ne_u64},
+    [TR_OP_LT] = {lt_f32, lt_f64, lt_i64, lt_u64},
+    [TR_OP_LE] = {le_f32, le_f64, le_i64, le_u64},
+    [TR_OP_GT] = {gt_f32, gt_f64, gt_i64, gt_u64},
+    [TR_OP_GE] = {ge_f32, ge_f64, ge_i64, ge_u64},
+    [TR_OP_LOGICAL_AND] = {and_f32, and_f64, and_i64, and_u64},
+    [TR_OP_LOGICAL_OR] = {or_f32, or_f64, or_i64, or_u64},
 };
 
 /* The dtype both operands of a binary op are computed in: the result's,
@@ -327,7 +321,8 @@ static bool any_negative(const struct tr_tensor *t)
     rows = tr__iter_rows(&it);
     len = it.shape[it.ndim - 1];
     step = it.strides[0][it.ndim - 1];
-#pragma omp parallel for schedule(static) reduction(|| : negative) if (rows * len > 32768)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) reduction(|| : negative) \
+    if (rows * len > 32768)
     for (int64_t row = 0; row < rows; row++) {
         int64_t off, v[2048];
         tr__iter_row_offsets(&it, row, &off);
@@ -343,14 +338,15 @@ static bool any_negative(const struct tr_tensor *t)
 }
 
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     enum tr_dtype compute = operand_dtype(op, args, out);
     bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
-    const struct loops *l = find_loops(binary_loops, op->info.name);
-    tr__block_fn fn = l ? pick(l, compute) : NULL;
+    tr__block_fn fn = pick(loops_of(binary_loops, op->info.id), compute);
     struct tr_tensor *a, *b, *y = NULL;
     struct tr__store store = {0}; /* fn not NULL: y is streamed */
     tr_status s;
@@ -358,12 +354,11 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
     TR_RETURN_ERROR_IF(!fn, TR_ERR_STATE, "%s: no loop for %s", op->info.name,
                        tr_dtype_name(compute));
     /* numbers become tensors of the compute dtype: exact for weak scalars */
-    y = tr__reuse_result(args, 2, out);
     a = tr__operand(&args[0], out->dtype, compute);
     b = a ? tr__operand(&args[1], out->dtype, compute) : NULL;
     /* PyTorch and NumPy refuse these (1 / 2 is not an integer): checked
      * before anything is written */
-    if (b && !tr_dtype_is_float(out->dtype) && strcmp(op->info.name, "pow") == 0 &&
+    if (b && !tr_dtype_is_float(out->dtype) && op->info.id == TR_OP_POW &&
         any_negative(b)) {
         tr__set_error(TR_ERR_INVALID, "pow: integers to negative integer powers are not "
                                       "allowed (the exponent holds a negative value; cast the "
@@ -371,11 +366,11 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
         tr_release(b);
         b = NULL;
     }
-    if (b && !y)
+    if (b)
         y = tr__stream_result(op->info.name, out,
                               a->storage->device.kind == TR_DEV_CPU ? a->storage->device
                                                                      : b->storage->device,
-                              &store);
+                              dest, &store);
     if (a && b && y)
         s = tr__map_stream(y, &store, to_bool ? TR_DTYPE_BOOL : compute,
                            (const struct tr_tensor *const[]){a, b}, 2, compute, fn, NULL);
@@ -410,7 +405,7 @@ WHERE(where_f64, double)
 WHERE(where_i64, int64_t)
 WHERE(where_u64, uint64_t)
 
-static const struct loops where_loops = {"where", where_f32, where_f64, where_i64, where_u64};
+static const struct loops where_loops = {where_f32, where_f64, where_i64, where_u64};
 
 /* Bounds of clamp that are present: bit 0 min, bit 1 max. */
 #define CLAMP(name, T)                                                       \
@@ -438,14 +433,16 @@ CLAMP(clamp_f64, double)
 CLAMP(clamp_i64, int64_t)
 CLAMP(clamp_u64, uint64_t)
 
-static const struct loops clamp_loops = {"clamp", clamp_f32, clamp_f64, clamp_i64, clamp_u64};
+static const struct loops clamp_loops = {clamp_f32, clamp_f64, clamp_i64, clamp_u64};
 
 /* where(condition, a, b) and clamp(x, min, max): up to three operands, all
  * computed in the result's compute dtype. */
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results);
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results);
 tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     bool where = op->rule == TR__RULE_WHERE;
@@ -470,17 +467,15 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
         if (!in[n++])
             s = tr_last_status();
     }
-    if (s == TR_OK)
-        y = tr__reuse_result(args + where, 3 - where, out);
     /* clamp without bounds copies through memory */
-    if (s == TR_OK && !y && !where && which == 0)
-        y = tr__result(out, in[0]->storage->device);
-    else if (s == TR_OK && !y)
-        y = tr__stream_result(op->info.name, out, in[0]->storage->device, &store);
+    if (s == TR_OK && !where && which == 0)
+        y = tr__new_result(op->info.name, out, in[0]->storage->device, dest);
+    else if (s == TR_OK)
+        y = tr__stream_result(op->info.name, out, in[0]->storage->device, dest, &store);
     if (s == TR_OK && !y)
         s = tr_last_status();
-    if (s == TR_OK && !where && which == 0)
-        s = tr_copy_into(y, in[0]);
+    if (s == TR_OK && !where && which == 0 && tr_tensor_data(y) != tr_tensor_data(in[0]))
+        s = tr_copy_into(y, in[0]); /* (in place, x is already its own clamp) */
     else if (s == TR_OK)
         s = tr__map_stream(y, &store, compute, (const struct tr_tensor *const *)in, n, compute,
                            pick(where ? &where_loops : &clamp_loops, compute), &which);
@@ -520,11 +515,11 @@ bool tr__ew_describe(const struct tr__op *op, const struct tr_arg *args,
         d->out_compute = predicate ? TR_DTYPE_BOOL : d->in_compute;
         d->nin = 1;
         if (op->info.id == TR_OP_GELU) {
-            static const struct loops none = {"gelu", gelu_none_f32, gelu_none_f64, NULL, NULL};
-            static const struct loops tanh_ = {"gelu", gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
+            static const struct loops none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
+            static const struct loops tanh_ = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
             l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
         } else {
-            l = find_loops(unary_loops, op->info.name);
+            l = loops_of(unary_loops, op->info.id);
         }
     } else if (op->kernel == tr__k_binary) {
         bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
@@ -533,7 +528,7 @@ bool tr__ew_describe(const struct tr__op *op, const struct tr_arg *args,
         d->nin = 2;
         d->param[1] = 1;
         d->prep[0] = d->prep[1] = TR__EW_OPERAND;
-        l = find_loops(binary_loops, op->info.name);
+        l = loops_of(binary_loops, op->info.id);
     } else if (op->kernel == tr__k_select3) {
         bool where = op->rule == TR__RULE_WHERE;
         d->in_compute = d->out_compute = tr__compute_dtype(out->dtype);

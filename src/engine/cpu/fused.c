@@ -352,7 +352,7 @@ static tr_status run_into(const struct plan *p, struct tr_tensor *y)
     for (int d = 0; d < TR_MAX_DIMS; d++)
         flags[d] = true;
     TR_FORWARD_IF_ERROR(p->src.bind(&p->src, flags));
-#pragma omp parallel if (total > PARALLEL_ELEMENTS)
+#pragma omp parallel if (total > PARALLEL_ELEMENTS) num_threads(tr_num_threads())
     {
         void *scratch = tr__source_scratch(&p->src);
 

@@ -71,7 +71,7 @@ tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
     chunks = (len + MAP_BLOCK - 1) / MAP_BLOCK;
     blocks = rows * chunks;
 
-#pragma omp parallel if (rows * len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) if (rows * len > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buffers[MAP_OPERANDS][MAP_BLOCK * 8];
         /* a value broadcast along the row is converted once per thread,

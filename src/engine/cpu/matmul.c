@@ -217,7 +217,8 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
 
 /* matmul(a, b), and dot(a, b), which is matmul of two vectors. */
 tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const char *name = op->info.name;
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
@@ -244,7 +245,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     }
     nb = out->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
     if (integer) {
-        c = tr__new_result(name, out, TR_CPU);
+        c = tr__new_result(name, out, TR_CPU, dest);
         s = c ? tr__cpu_matmul_int(name, ta, tb, c, nb) : tr_last_status();
         if (!c) {
             tr_release(ta);
@@ -263,7 +264,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     else
         tr_release(tb);
     if (s == TR_OK) {
-        c = tr__new_result(name, out, TR_CPU);
+        c = tr__new_result(name, out, TR_CPU, dest);
         s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
     }
     tr_release(a.t);
@@ -325,7 +326,8 @@ static void mul_u64(char *out, const char *const *in, int64_t n, const void *ctx
  * bool is logical and, as PyTorch's outer gives); a as a column and b as
  * a row, broadcast against each other without copies. */
 tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
-                      const struct tr_value *out, struct tr_tensor **results)
+                      const struct tr_value *out, const struct tr_dest *dest,
+                      struct tr_tensor **results)
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     struct tr_tensor *a, *b, *col = NULL, *row = NULL, *c = NULL;
@@ -345,7 +347,7 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
                   : NULL;
     }
     if (row)
-        c = tr__new_result(op->info.name, out, TR_CPU);
+        c = tr__new_result(op->info.name, out, TR_CPU, dest);
     if (!c)
         s = tr_last_status();
     else

@@ -101,7 +101,7 @@ static inline struct tr__mm_tiles tr__mm_tiles_of(int64_t nbatch, int64_t m, int
     t.threads = 1;
 #ifdef _OPENMP
     if (t.parallel)
-        t.threads = omp_get_max_threads();
+        t.threads = tr_num_threads();
 #endif
     return t;
 }

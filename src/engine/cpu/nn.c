@@ -16,7 +16,7 @@
  * compact run of the compute dtype) and its passes run there, and a longer
  * one is read again, a block at a time, for each pass.
  *
- * A result offered a file that is filled by calls (tr__stream_result) is
+ * A result whose destination is filled by calls (tr__stream_result) is
  * streamed there when its lines are its rows (the last dimension): each
  * thread finishes a run of its lines in its stage (TR__STAGE_BYTES) and
  * hands the run over in one call, so the result never lives in memory
@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels.h"
 #include "fused_impl.h"
 #include "reduce_impl.h"
 
@@ -315,15 +316,15 @@ LINE_FN(f64, double, log, sqrt)
 
 /* ---------------------------------------------------------- the kernel */
 
-static enum kind kind_of(const char *name)
+static enum kind kind_of(enum tr_op_id id)
 {
-    static const char *const names[] = {"softmax", "log_softmax", "l2_normalize", "layer_norm",
-                                        "rms_norm"};
-
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(names[i], name) == 0)
-            return (enum kind)i;
-    return K_SOFTMAX;
+    switch (id) {
+    case TR_OP_LOG_SOFTMAX: return K_LOG_SOFTMAX;
+    case TR_OP_L2_NORMALIZE: return K_L2_NORMALIZE;
+    case TR_OP_LAYER_NORM: return K_LAYER_NORM;
+    case TR_OP_RMS_NORM: return K_RMS_NORM;
+    default: return K_SOFTMAX;
+    }
 }
 
 /* A weight or bias as len compact values of the compute dtype in *out (a
@@ -503,7 +504,7 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
 
     (void)out; /* y has its dtype and shape */
     memset(&j, 0, sizeof j);
-    j.kind = kind_of(name);
+    j.kind = kind_of(op->info.id);
     j.store = *store;
     if (tr_tensor_numel(y) == 0)
         return TR_OK;
@@ -557,7 +558,8 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
     if (j.stage_lines < (j.tiled ? TILE : 1))
         j.stage_lines = j.tiled ? TILE : 1;
 
-#pragma omp parallel if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) \
+    if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
     {
         struct work w;
         bool have = work_alloc(&j, &w);
@@ -600,9 +602,8 @@ done:
 }
 
 tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results);
-tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results)
+                   const struct tr_value *out, const struct tr_dest *dest,
+                   struct tr_tensor **results)
 {
     struct tr_tensor *x, *y = NULL;
     struct tr__store store = {0}; /* fn not NULL: y is streamed */
@@ -616,8 +617,8 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
     if (s == TR_OK) {
         /* streamed when the lines are rows short enough for a stage */
         bool rows = x->ndim > 0 && d == x->ndim - 1 && x->shape[d] <= LINE_CACHE;
-        y = rows ? tr__stream_result(op->info.name, out, x->storage->device, &store)
-                 : tr__result(out, x->storage->device);
+        y = rows ? tr__stream_result(op->info.name, out, x->storage->device, dest, &store)
+                 : tr__new_result(op->info.name, out, x->storage->device, dest);
         if (!y)
             s = tr_last_status();
     }

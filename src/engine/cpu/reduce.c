@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../kernels.h"
 #include "fused_impl.h"
 #include "reduce_impl.h"
 
@@ -623,7 +624,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
     size_t size = tr_dtype_size(p->dtype);
     bool failed = false;
 
-#pragma omp parallel if (cnt * p->n > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) if (cnt * p->n > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
         char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
@@ -694,10 +695,6 @@ enum kind {
     K_ALL, K_ANY, K_LOGSUMEXP
 };
 
-static const char *const kind_names[] = {
-    "sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm",
-    "all", "any", "logsumexp",
-};
 
 /* Picks by compute dtype: f32, f64, i64 (also bool), u64. */
 #define BY_DTYPE(c, a, b, i, u)                                              \
@@ -861,12 +858,23 @@ static void finish(enum kind k, enum tr_dtype in, const struct acc *a, int64_t n
     }
 }
 
-static enum kind kind_of(const char *name)
+static enum kind kind_of(enum tr_op_id id)
 {
-    for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++)
-        if (strcmp(kind_names[i], name) == 0)
-            return (enum kind)i;
-    return K_SUM;
+    switch (id) {
+    case TR_OP_MEAN: return K_MEAN;
+    case TR_OP_PROD: return K_PROD;
+    case TR_OP_MAX: return K_MAX;
+    case TR_OP_MIN: return K_MIN;
+    case TR_OP_ARGMAX: return K_ARGMAX;
+    case TR_OP_ARGMIN: return K_ARGMIN;
+    case TR_OP_VAR: return K_VAR;
+    case TR_OP_STD: return K_STD;
+    case TR_OP_NORM: return K_NORM;
+    case TR_OP_ALL: return K_ALL;
+    case TR_OP_ANY: return K_ANY;
+    case TR_OP_LOGSUMEXP: return K_LOGSUMEXP;
+    default: return K_SUM;
+    }
 }
 
 /* The reduction op of x, or of src's values when x is NULL, into y (out's
@@ -876,7 +884,7 @@ static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
                              const struct tr__source *src, struct tr_tensor *y)
 {
     const char *name = op->info.name;
-    enum kind k = kind_of(name);
+    enum kind k = kind_of(op->info.id);
     const struct tr_arg *ord_arg = tr__arg_named(op, args, "ord"), *corr = tr__arg_named(op, args, "correction");
     double ord = ord_arg ? tr__number(&ord_arg->value) : 2;
     int64_t correction = corr ? corr->value.integer : 0;
@@ -960,9 +968,8 @@ done:
 }
 
 tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
-tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     struct tr_tensor *x, *y;
     bool flags[TR_MAX_DIMS];
@@ -972,7 +979,7 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     if (!x)
         return tr_last_status();
     s = dims_flags(op->info.name, tr__arg_named(op, args, "dim"), x->ndim, flags);
-    y = s == TR_OK ? tr__result(out, x->storage->device) : NULL;
+    y = s == TR_OK ? tr__new_result(op->info.name, out, x->storage->device, dest) : NULL;
     if (s == TR_OK && !y)
         s = tr_last_status();
     if (s == TR_OK)
@@ -1023,9 +1030,11 @@ static void scan_u64(uint64_t *a, int64_t n, uint64_t *carry)
  * other dimensions) is scanned in order by one thread; lines are shared
  * out.  A single line is scanned by one thread alone. */
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results);
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const char *name = op->info.name;
     int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
@@ -1046,7 +1055,7 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
     if (x->ndim > 0)
         s = tr__normalize_dim(name, (int)args[1].value.integer, x->ndim, &d);
     if (s == TR_OK) {
-        y = tr__result(out, x->storage->device);
+        y = tr__new_result(name, out, x->storage->device, dest);
         if (!y)
             s = tr_last_status();
     }
@@ -1071,7 +1080,8 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
     xbase = tr_tensor_data(x);
     ybase = tr_tensor_data_mut(y);
 
-#pragma omp parallel if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr_num_threads()) \
+    if (nlines > 1 && nlines * len > PARALLEL_ELEMENTS)
     {
         _Alignas(64) char buf[BLOCK * 8];
 

@@ -31,7 +31,7 @@
 static int threads_for(bool parallel)
 {
 #ifdef _OPENMP
-    return parallel ? omp_get_max_threads() : 1;
+    return parallel ? tr_num_threads() : 1;
 #else
     (void)parallel;
     return 1;
@@ -234,8 +234,10 @@ static const struct entry *select_line(int64_t k, const char *line, int64_t stri
  * sorted.
  */
 tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     bool topk = op->rule == TR__RULE_TOPK, argsort = op->rule == TR__RULE_ARGSORT;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
@@ -353,8 +355,10 @@ static struct tr_tensor *checked_index(const char *name, const struct tr_arg *ar
 /* gather(x, dim, index): out[..., i, ...] = x[..., index[..., i, ...], ...]
  * with the index in place of the position along dim. */
 tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *index = NULL, *c = NULL;
     int64_t lines, len, xs[TR_MAX_DIMS], size;
@@ -381,7 +385,8 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
         tr__byte_strides(x, xs);
         len = nd ? out->shape[nd - 1] : 1;
         lines = tr_tensor_numel(c) / len;
-#pragma omp parallel for schedule(static) if (lines * len > PARALLEL_ELEMENTS && lines > 1)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (lines * len > PARALLEL_ELEMENTS && lines > 1)
         for (int64_t line = 0; line < lines; line++) {
             int64_t base = 0, rest = line, inner = 0, along = 0;
             for (int i = nd - 2; i >= 0; i--) {
@@ -407,8 +412,10 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
 /* index_select(x, dim, index): the slices of x along dim that the 1-d
  * index names, in its order. */
 tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
-                             const struct tr_value *out, struct tr_tensor **results)
+                             const struct tr_value *out, const struct tr_dest *dest,
+                             struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *index = NULL, *c = NULL;
     int64_t xs[TR_MAX_DIMS], cs[TR_MAX_DIMS], shape[TR_MAX_DIMS], sx[TR_MAX_DIMS];
@@ -449,7 +456,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
         count = x->ndim ? out->shape[d] : 1;
         /* many small slices share the threads; a large one spreads over
          * them inside tr__cpu_copy */
-#pragma omp parallel for schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
                                                   slice < PARALLEL_ELEMENTS)
         for (int64_t j = 0; j < count; j++)
             tr__cpu_copy(cb + j * along_c, sc, xb + iv[j] * along_x, sx, n, shape, item);
@@ -477,8 +484,10 @@ static struct tr_arg list_item(const struct tr_arg *arg, size_t k)
  * promoted dtype into its place of the result (a slice along dim, or the
  * index along the new dim). */
 tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     bool stack = op->rule == TR__RULE_STACK;
     struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
     int d = dim_of(args[1].value.integer, out->ndim);
@@ -553,7 +562,8 @@ static void for_blocks(const struct slices *sl, const char *a, char *b, bool par
     ib = it.strides[1][it.ndim - 1];
     chunks = (len + BLOCK - 1) / BLOCK;
     blocks = rows * chunks;
-#pragma omp parallel for schedule(static) if (parallel && rows * len > PARALLEL_ELEMENTS)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (parallel && rows * len > PARALLEL_ELEMENTS)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t row = blk / chunks, first = blk % chunks * BLOCK, off[2];
         int64_t n = len - first < BLOCK ? len - first : BLOCK;
@@ -661,8 +671,10 @@ static void quantize_slice(const struct quantize_job *job, int64_t j, bool paral
 /* quantize(x, dtype=i8, dim=None) -> q, scale: scale = max|x| / 127 as
  * f32, one for x or one per index along dim. */
 tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
     struct quantize_job job;
@@ -731,8 +743,10 @@ static void dequantize_block(const char *pa, int64_t sa, char *pb, int64_t sb, i
 /* dequantize(q, scale, dim=None): q * scale as f32, the scale per index
  * along dim or one for all. */
 tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
-                           const struct tr_value *out, struct tr_tensor **results)
+                           const struct tr_value *out, const struct tr_dest *dest,
+                           struct tr_tensor **results)
 {
+    (void)dest; /* its results are its own: the caller copies them */
     struct tr_tensor *q, *given, *scale = NULL, *c = NULL;
     struct slices sl;
     tr_status s = TR_OK;
@@ -757,7 +771,7 @@ tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
             struct dequantize_ctx dq = {q->dtype, (double)scales[0]};
             for_blocks(&sl, qb, cb, true, dequantize_block, &dq);
         } else {
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(dynamic)
             for (int64_t j = 0; j < sl.count; j++) {
                 struct dequantize_ctx dq = {q->dtype, (double)scales[j]};
                 for_blocks(&sl, qb + j * sl.step_a, cb + j * sl.step_b, false, dequantize_block,

@@ -52,8 +52,10 @@ static tr_status give(struct tr_tensor *v, struct tr_tensor **results)
 /* reshape(x, shape) and flatten(x, start, end): a view when x's strides
  * can express the new shape, else a view of a compact copy. */
 tr_status tr__k_reshape(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v, *compact;
 
     (void)op;
@@ -73,8 +75,10 @@ tr_status tr__k_reshape(const struct tr__op *op, const struct tr_arg *args,
 
 /* transpose(x, dim0, dim1) */
 tr_status tr__k_transpose(const struct tr__op *op, const struct tr_arg *args,
-                          const struct tr_value *out, struct tr_tensor **results)
+                          const struct tr_value *out, const struct tr_dest *dest,
+                          struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
 
     (void)op;
@@ -89,8 +93,10 @@ tr_status tr__k_transpose(const struct tr__op *op, const struct tr_arg *args,
 
 /* permute(x, dims) */
 tr_status tr__k_permute(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
     int dims[TR_MAX_DIMS];
     size_t n = list_count(&args[1]);
@@ -109,8 +115,10 @@ tr_status tr__k_permute(const struct tr__op *op, const struct tr_arg *args,
 /* squeeze(x, dim=None): the listed dimensions (all without dim) that have
  * size 1 go away. */
 tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
-                        const struct tr_value *out, struct tr_tensor **results)
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
     int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS];
     bool listed[TR_MAX_DIMS];
@@ -138,8 +146,10 @@ tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
 
 /* unsqueeze(x, dim): a dimension of size 1 at dim. */
 tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
-                          const struct tr_value *out, struct tr_tensor **results)
+                          const struct tr_value *out, const struct tr_dest *dest,
+                          struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
     int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS];
     int d;
@@ -169,8 +179,10 @@ tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
 /* expand(x, shape) and broadcast_to(x, shape): out's shape has the -1
  * entries resolved already. */
 tr_status tr__k_expand(const struct tr__op *op, const struct tr_arg *args,
-                       const struct tr_value *out, struct tr_tensor **results)
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
 
     (void)op;
@@ -185,8 +197,10 @@ tr_status tr__k_expand(const struct tr__op *op, const struct tr_arg *args,
  * two dimensions (for a negative offset [i - offset, i]), as a last
  * dimension whose stride is the sum of theirs. */
 tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
-                         const struct tr_value *out, struct tr_tensor **results)
+                         const struct tr_value *out, const struct tr_dest *dest,
+                         struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v = NULL;
     int64_t shape[TR_MAX_DIMS], strides[TR_MAX_DIMS], offset = args[1].value.integer;
     int64_t start = 0, len = out->shape[out->ndim - 1];
@@ -223,22 +237,26 @@ tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
 
 /* contiguous(x) and clone(x). */
 tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
 
     (void)out;
     if (!x)
         return tr_last_status();
-    v = strcmp(op->info.name, "clone") == 0 ? tr_clone(x) : tr_contiguous(x);
+    v = op->info.id == TR_OP_CLONE ? tr_clone(x) : tr_contiguous(x);
     tr_release(x);
     return give(v, results);
 }
 
 /* cast(x, dtype): x itself when compact and of dtype already. */
 tr_status tr__k_cast(const struct tr__op *op, const struct tr_arg *args,
-                     const struct tr_value *out, struct tr_tensor **results)
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
 
     (void)op;
@@ -251,8 +269,10 @@ tr_status tr__k_cast(const struct tr__op *op, const struct tr_arg *args,
 
 /* to(x, device) */
 tr_status tr__k_to(const struct tr__op *op, const struct tr_arg *args,
-                   const struct tr_value *out, struct tr_tensor **results)
+                   const struct tr_value *out, const struct tr_dest *dest,
+                   struct tr_tensor **results)
 {
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
 
     (void)op;
