@@ -2,6 +2,7 @@
  * dispatch.c - running an op: its arguments checked by the op table's
  * rule, then handed to its kernel.
  */
+#include "backend_impl.h"
 #include "kernel_impl.h"
 #include "kernels.h"
 
@@ -151,7 +152,8 @@ struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,
             memcmp(t->shape, out->shape, (size_t)t->ndim * sizeof *t->shape) != 0)
             continue;
         if (atomic_load(&t->storage->refs) != 1 || t->storage->kind != TR_STORAGE_POOL ||
-            (t->storage->flags & TR_FLAG_READONLY) || t->storage->device.kind != TR_DEV_CPU ||
+            (t->storage->flags & TR_FLAG_READONLY) ||
+            !tr_device_equal(t->storage->device, out->device) ||
             !tr__is_contiguous(t->ndim, t->shape, t->strides))
             continue;
         return tr__tensor_alias(t);
@@ -264,6 +266,7 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
     const struct tr__op *op = tr__op_of(info);
     struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
     struct tr_value *lists[TR_OP_MAX_PARAMS] = {NULL};
+    tr__kernel_fn kernel = NULL;
     tr_status s = TR_OK;
     int bad;
 
@@ -283,15 +286,10 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
     }
     if (s == TR_OK)
         s = tr_op_infer(info, values, out, &bad);
-    if (s == TR_OK && !op->kernel)
-        s = tr__set_error(TR_ERR_STATE, "%s: this op cannot run yet (its kernel is not written)",
-                          info->name);
-    for (int i = 0; i < info->nparams && s == TR_OK; i++)
-        if (args[i].tensor && args[i].tensor->storage->device.kind != TR_DEV_CPU)
-            s = tr__set_error(TR_ERR_DEVICE, "%s: the CUDA kernels are not written yet",
-                              info->name);
     if (s == TR_OK)
-        s = op->kernel(op, args, out, results);
+        s = tr__kernel_select(info, args, out, &kernel);
+    if (s == TR_OK)
+        s = kernel(op, args, out, results);
     for (int i = 0; i < info->nparams; i++)
         free(lists[i]);
     return s;

@@ -70,7 +70,7 @@ void tr__stage_finish(struct tr__stage *st, atomic_int *first_error);
 
 /* A result for out written over one of the nargs arguments, when one is
  * consumable (tensorrun_ops.h) and can take it: the only handle of a
- * writable CPU pool storage, compact, of out's dtype and shape.  NULL when
+ * writable pool storage on out's device, compact, of out's dtype and shape.  NULL when
  * none can, or when an offered destination (tr_op_result_into) fits; then
  * the kernel makes a new result. */
 struct tr_tensor *tr__reuse_result(const struct tr_arg *args, int nargs,

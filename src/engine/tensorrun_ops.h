@@ -167,6 +167,17 @@ tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
                     struct tr_tensor **results);
 
 /*
+ * Whether device has a kernel for op id with tensor operands of these n
+ * dtypes: false for a device that is not available, for CUDA (no kernels
+ * yet) and, on the fake device, for cumsum (left out on purpose).
+ * tr_op_run runs an op on its operands' device, and fails with
+ * TR_ERR_DEVICE, naming the device, where this is false but the CPU has
+ * the kernel, or where its tensor operands are on different devices.
+ */
+bool tr_device_supports(struct tr_device device, enum tr_op_id id, const enum tr_dtype *dtypes,
+                        int n);
+
+/*
  * Where the next result may be made (tr_op_result_into).  tensor is the
  * memory: compact, writable, on the CPU.  When that memory is a shared
  * mapping of a file whose blocks are not yet reserved, reserve and store

@@ -46,10 +46,10 @@ static struct number number_of(const struct tr_value *v)
     return n;
 }
 
-/* The compact result out describes, on the CPU; errors name the op. */
+/* The compact result out describes, on its device; errors name the op. */
 static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out)
 {
-    return tr__new_result(op->info.name, out, TR_CPU);
+    return tr__new_result(op->info.name, out, out->device);
 }
 
 static tr_status finish(struct tr_tensor *t, tr_status s, struct tr_tensor **results)
