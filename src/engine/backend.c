@@ -6,7 +6,6 @@
 #include "backend_impl.h"
 
 #include <pthread.h>
-#include <stdio.h>
 
 static struct tr__backend backends[TR__DEVICE_KINDS];
 static pthread_once_t backends_once = PTHREAD_ONCE_INIT;
@@ -32,10 +31,10 @@ const struct tr__backend *tr__backend_for(struct tr_device device, const char *f
     char name[TR_DEVICE_NAME_MAX];
     int count;
 
+    if (b && tr_device_available(device))
+        return b;
     TR_RETURN_NULL_IF(!b || device.index < 0 || device.index >= TR__MAX_DEVICE_INDEX,
                       TR_ERR_DEVICE, "%s: unknown device", fn);
-    if (tr_device_available(device))
-        return b;
     count = b->device_count();
     tr_device_format(device, name, sizeof name);
     TR_RETURN_NULL_IF(count == 0, TR_ERR_DEVICE, "%s: %s is not available: %s", fn, name,
