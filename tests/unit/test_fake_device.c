@@ -476,6 +476,47 @@ static void test_ops(void)
     tr_release(x);
 }
 
+/* Views made on the fake device itself (every other row, reversed
+ * columns, a transpose, a broadcast row) reach the kernels strided, as
+ * views of CPU tensors do. */
+static void test_strided_operands(void)
+{
+    int64_t shape[2] = {64, 48};
+    struct tr_tensor *x = f32_on(TR_CPU, 64 * 48, -7), *m = tr_reshape_view(x, shape, 2);
+    struct tr_tensor *row = f32_on(TR_CPU, 24, 0.5f);
+    struct tr_tensor *fm = tr_to(m, TR_FAKE(0)), *frow = tr_to(row, TR_FAKE(0));
+    struct tr_tensor *v[2], *t[2], *sum[2], *e[2], *back[2];
+    struct tr_tensor *src[2] = {m, fm}, *rows[2] = {row, frow};
+
+    for (int d = 0; d < 2; d++) {
+        struct tr_tensor *every_other = tr_slice(src[d], 0, TR_SLICE_NONE, TR_SLICE_NONE, 2);
+        v[d] = tr_slice(every_other, 1, TR_SLICE_NONE, TR_SLICE_NONE, -2); /* [32, 24] */
+        t[d] = tr_transpose(v[d], 0, 1);                                     /* [24, 32] */
+        sum[d] = run("add", (struct tr_arg[]){tensor_arg(v[d]), tensor_arg(rows[d])}, 2);
+        e[d] = run("exp", (struct tr_arg[]){tensor_arg(t[d])}, 1);
+        back[d] = run("sum", (struct tr_arg[]){tensor_arg(t[d]), int_arg(1)}, 2);
+        tr_release(every_other);
+    }
+    ok(!tr_tensor_is_contiguous(v[1]) && tr_device_equal(tr_tensor_device(t[1]), TR_FAKE(0)),
+       "strided views of a fake:0 tensor stay on fake:0");
+    ok(same_bits(sum[0], sum[1]) && tr_device_equal(tr_tensor_device(sum[1]), TR_FAKE(0)),
+       "a strided view plus a broadcast row on fake:0: the CPU's bits");
+    ok(same_bits(e[0], e[1]), "exp of a transposed strided view on fake:0: the CPU's bits");
+    ok(same_bits(back[0], back[1]), "sum along a strided dimension on fake:0: the CPU's bits");
+    for (int d = 0; d < 2; d++) {
+        tr_release(back[d]);
+        tr_release(e[d]);
+        tr_release(sum[d]);
+        tr_release(t[d]);
+        tr_release(v[d]);
+    }
+    tr_release(frow);
+    tr_release(fm);
+    tr_release(row);
+    tr_release(m);
+    tr_release(x);
+}
+
 static void test_unsupported_and_mixed(void)
 {
     struct tr_tensor *c = f32_on(TR_CPU, 8, 1), *f = f32_on(TR_FAKE(0), 8, 1);
@@ -518,6 +559,7 @@ int main(void)
     test_strided_views();
     test_events();
     test_ops();
+    test_strided_operands();
     test_unsupported_and_mixed();
     test_devices_touched();
     return done_testing();
