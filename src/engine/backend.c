@@ -6,6 +6,7 @@
 #include "backend_impl.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
 static struct tr__backend backends[TR__DEVICE_KINDS];
 static pthread_once_t backends_once = PTHREAD_ONCE_INIT;
@@ -25,22 +26,36 @@ const struct tr__backend *tr__backend_of(enum tr_device_kind kind)
     return &backends[kind];
 }
 
+const char *tr_device_unavailable_reason(struct tr_device device)
+{
+    static _Thread_local char why[128];
+    const struct tr__backend *b = tr__backend_of(device.kind);
+    int count;
+
+    if (b && tr_device_available(device))
+        return "";
+    if (!b || device.index < 0 || device.index >= TR__MAX_DEVICE_INDEX)
+        return "there is no such device";
+    count = b->device_count();
+    if (count == 0)
+        return b->unavailable_reason();
+    snprintf(why, sizeof why, "there %s only %d %s device%s", count == 1 ? "is" : "are", count,
+             b->name, count == 1 ? "" : "s");
+    return why;
+}
+
 const struct tr__backend *tr__backend_for(struct tr_device device, const char *fn)
 {
     const struct tr__backend *b = tr__backend_of(device.kind);
     char name[TR_DEVICE_NAME_MAX];
-    int count;
 
     if (b && tr_device_available(device))
         return b;
     TR_RETURN_NULL_IF(!b || device.index < 0 || device.index >= TR__MAX_DEVICE_INDEX,
                       TR_ERR_DEVICE, "%s: unknown device", fn);
-    count = b->device_count();
-    tr_device_format(device, name, sizeof name);
-    TR_RETURN_NULL_IF(count == 0, TR_ERR_DEVICE, "%s: %s is not available: %s", fn, name,
-                      b->unavailable_reason());
-    tr__set_error(TR_ERR_DEVICE, "%s: %s is not available: there %s only %d %s device%s", fn,
-                  name, count == 1 ? "is" : "are", count, b->name, count == 1 ? "" : "s");
+    tr__set_error(TR_ERR_DEVICE, "%s: %s is not available: %s", fn,
+                  tr_device_format(device, name, sizeof name),
+                  tr_device_unavailable_reason(device));
     return NULL;
 }
 

@@ -191,6 +191,10 @@ const char *tr_cuda_unavailable_reason(void);
 /* True for the CPU, and for a CUDA or fake device that exists.  The
  * error of a call that names a device that is not available says why. */
 bool tr_device_available(struct tr_device device);
+/* Why device is not available, as a clause ("the NVIDIA driver found no
+ * device", "there are only 2 fake devices"); "" when it is.  Valid until
+ * the calling thread's next call. */
+const char *tr_device_unavailable_reason(struct tr_device device);
 /* Waits until all work issued on the device is done (copies of the fake
  * device land).  TR_ERR_DEVICE for a device that is not available. */
 tr_status tr_device_synchronize(struct tr_device device);

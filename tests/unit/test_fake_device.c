@@ -70,7 +70,8 @@ static void test_unavailable_without_variable(void)
                tr_last_status() == TR_ERR_DEVICE;
         if (write(fds[1], tr_last_error(), strlen(tr_last_error())) < 0)
             _exit(3);
-        good = good && tr_memory_stats(TR_FAKE(0), &s) == TR_ERR_DEVICE &&
+        good = good && strstr(tr_device_unavailable_reason(TR_FAKE(0)), "for tests") &&
+               tr_memory_stats(TR_FAKE(0), &s) == TR_ERR_DEVICE &&
                !tr_device_supports(TR_FAKE(0), TR_OP_ADD, NULL, 0);
         _exit(good ? 0 : 1);
     }
@@ -112,6 +113,10 @@ static void test_names(void)
            tr_zeros(TR_DTYPE_F32, 0, NULL, TR_FAKE(2)) == NULL &&
            strstr(tr_last_error(), "there are only 2 fake devices"),
        "fake:2 is not: %s", tr_last_error());
+    ok(strcmp(tr_device_unavailable_reason(TR_FAKE(2)), "there are only 2 fake devices") == 0 &&
+           strcmp(tr_device_unavailable_reason(TR_FAKE(1)), "") == 0 &&
+           strcmp(tr_device_unavailable_reason(TR_CPU), "") == 0,
+       "tr_device_unavailable_reason: why fake:2 is not, nothing for fake:1 and the CPU");
 }
 
 /* ----------------------------------------------------- pools per device */
@@ -358,6 +363,22 @@ static void test_events(void)
            done,
        "the CPU's events are complete when recorded");
     tr_release(t);
+
+    /* a segment goes back only once the work queued into it has landed */
+    {
+        int64_t n = 1 << 20; /* 4 MiB of f32: a segment of its own */
+        float *from = calloc((size_t)n, sizeof *from);
+        struct tr_tensor *big = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+        ok(big && from && b->upload(1, tr_tensor_data_mut(big), from, (uint64_t)n * 4, "test") ==
+                              TR_OK &&
+               tr__event_record(TR_FAKE(1), &e, "test") == TR_OK,
+           "a copy queued into a 4 MiB fake:1 block");
+        tr_release(big);
+        ok(tr_release_cached(TR_FAKE(1)) >= 4 * MiB &&
+               tr__event_query(&e, &done, "test") == TR_OK && done,
+           "release_cached: the copy landed before its segment was freed");
+        free(from);
+    }
 }
 
 /* --------------------------------------------------------------------- ops */
