@@ -333,7 +333,8 @@ static void test_events(void)
     ok(b->download(0, dst, mem, sizeof dst, "test") == TR_OK &&
            tr__event_record(TR_FAKE(0), &e, "test") == TR_OK,
        "download: enqueued, and an event after it");
-    ok(memcmp(dst, zero, sizeof zero) == 0, "download not waited for: the host buffer is as it was");
+    ok(memcmp(dst, zero, sizeof zero) == 0,
+       "download not waited for: the host buffer is as it was");
     ok(tr__event_wait(&e, "test") == TR_OK && memcmp(dst, mem, sizeof dst) == 0,
        "waited for: landed");
 
@@ -359,8 +360,8 @@ static void test_events(void)
     ok(tr__event_record(TR_FAKE(0), &e, "test") == TR_OK && e.seq > 0 &&
            tr__event_query(&e, &done, "test") == TR_OK && done,
        "an event with nothing pending is complete at once");
-    ok(tr__event_record(TR_CPU, &e, "test") == TR_OK && tr__event_query(&e, &done, "test") == TR_OK &&
-           done,
+    ok(tr__event_record(TR_CPU, &e, "test") == TR_OK &&
+           tr__event_query(&e, &done, "test") == TR_OK && done,
        "the CPU's events are complete when recorded");
     tr_release(t);
 

@@ -284,7 +284,8 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
     threads = threads_for(parallel);
     line_bytes = room_bytes(k, n);
-    scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes}, made[0]->storage->device);
+    scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes},
+                        made[0]->storage->device);
     if (!scratch) {
         tr_release(x);
         return give(made, op->info.nresults, tr_last_status(), results);
