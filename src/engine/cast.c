@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "backend_impl.h"
 #include "iter_impl.h"
 
 tr_status tr_copy_into(struct tr_tensor *dst, const struct tr_tensor *src)
@@ -18,9 +19,10 @@ tr_status tr_copy_into(struct tr_tensor *dst, const struct tr_tensor *src)
                        TR_ERR_SHAPE, "copy_into: shapes %s and %s differ",
                        tr__format_shape(dst->shape, dst->ndim, a, sizeof a),
                        tr__format_shape(src->shape, src->ndim, b, sizeof b));
-    TR_RETURN_ERROR_IF(dst->storage->device.kind != TR_DEV_CPU ||
-                           src->storage->device.kind != TR_DEV_CPU,
-                       TR_ERR_DEVICE, "copy_into: both tensors must be on the CPU");
+    TR_RETURN_ERROR_IF(!tr_device_equal(dst->storage->device, src->storage->device) ||
+                           !tr__backend_of(src->storage->device.kind)->host_memory,
+                       TR_ERR_DEVICE,
+                       "copy_into: both tensors must be on the CPU (or on one fake device)");
     if (tr_tensor_numel(src) == 0)
         return TR_OK;
     out = tr_tensor_data_mut(dst);

@@ -1,32 +1,23 @@
 /*
- * device.c - devices, their pools, and the CUDA module loaded on demand.
- *
- * The program never links the CUDA runtime: the first question about CUDA
- * asks the driver (libcuda.so.1, opened with dlopen) whether a device
- * exists, and only then loads tensorrun-cuda.so, from $TENSORRUN_CUDA_MODULE,
- * else beside the executable, else from the installed package directory.
+ * device.c - device names, whether a device exists, and the pools of the
+ * devices: one per device, created on first use, each over its backend's
+ * segments (backend_impl.h), and the memory API that reaches them.
  */
-#include "device_impl.h"
+#include "backend_impl.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include "pool_impl.h"
-
-#ifndef TR_PKGLIBDIR
-#error "TR_PKGLIBDIR (where the CUDA module is installed) must be defined; the Makefile does"
-#endif
-
-#define MAX_CUDA_DEVICES 64
-#define MODULE_NAME "tensorrun-cuda.so"
 
 /* ------------------------------------------------------------ names */
+
+/* "cuda", "cuda:N", "fake" and "fake:N": the kinds with an index. */
+static const struct {
+    const char *word;
+    enum tr_device_kind kind;
+} indexed[] = {{"cuda", TR_DEV_CUDA}, {"fake", TR_DEV_FAKE}};
 
 tr_status tr_device_parse(const char *text, struct tr_device *out)
 {
@@ -38,30 +29,39 @@ tr_status tr_device_parse(const char *text, struct tr_device *out)
         *out = TR_CPU;
         return TR_OK;
     }
-    if (text && strcmp(text, "cuda") == 0) {
-        *out = TR_CUDA(0);
+    for (size_t k = 0; text && k < sizeof indexed / sizeof *indexed; k++) {
+        size_t n = strlen(indexed[k].word);
+        if (strncmp(text, indexed[k].word, n) != 0 || (text[n] != '\0' && text[n] != ':'))
+            continue;
+        if (text[n] == '\0') {
+            *out = (struct tr_device){indexed[k].kind, 0};
+            return TR_OK;
+        }
+        digits = text + n + 1;
+        errno = 0;
+        index = strtol(digits, &end, 10);
+        TR_RETURN_ERROR_IF(*digits < '0' || *digits > '9' || *end != '\0' || errno ||
+                               index >= TR__MAX_DEVICE_INDEX,
+                           TR_ERR_INVALID,
+                           "unknown device '%s' (expected %s:N, N from 0 to %d)", text,
+                           indexed[k].word, TR__MAX_DEVICE_INDEX - 1);
+        *out = (struct tr_device){indexed[k].kind, (int)index};
         return TR_OK;
     }
-    TR_RETURN_ERROR_IF(!text || strncmp(text, "cuda:", 5) != 0, TR_ERR_INVALID,
-                       "unknown device '%s' (expected cpu, cuda or cuda:N)",
-                       text ? text : "(null)");
-    digits = text + 5;
-    errno = 0;
-    index = strtol(digits, &end, 10);
-    TR_RETURN_ERROR_IF(*digits < '0' || *digits > '9' || *end != '\0' || errno ||
-                           index >= MAX_CUDA_DEVICES,
-                       TR_ERR_INVALID, "unknown device '%s' (expected cuda:N, N from 0 to %d)",
-                       text, MAX_CUDA_DEVICES - 1);
-    *out = TR_CUDA((int)index);
-    return TR_OK;
+    return tr__set_error(TR_ERR_INVALID, "unknown device '%s' (expected cpu, cuda or cuda:N)",
+                         text ? text : "(null)");
 }
 
 char *tr_device_format(struct tr_device device, char *buf, size_t size)
 {
-    if (device.kind == TR_DEV_CPU)
+    const struct tr__backend *b = tr__backend_of(device.kind);
+
+    if (!b)
+        snprintf(buf, size, "device?%d", (int)device.kind);
+    else if (device.kind == TR_DEV_CPU)
         snprintf(buf, size, "cpu");
     else
-        snprintf(buf, size, "cuda:%d", device.index);
+        snprintf(buf, size, "%s:%d", b->name, device.index);
     return buf;
 }
 
@@ -70,210 +70,68 @@ bool tr_device_equal(struct tr_device a, struct tr_device b)
     return a.kind == b.kind && (a.kind == TR_DEV_CPU || a.index == b.index);
 }
 
-/* ------------------------------------------------------------ CUDA */
-
-static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
-static const struct tr_cuda_module *cuda_module;
-static int cuda_count;
-static char cuda_reason[512];
-
-#ifdef TR_HAVE_CUDA
-/* Whether the driver sees a device, asked without any CUDA library linked. */
-static bool driver_has_device(void)
-{
-    typedef int (*cu_init_fn)(unsigned);
-    typedef int (*cu_count_fn)(int *);
-    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    cu_init_fn cu_init;
-    cu_count_fn cu_count;
-    int rc, n = 0;
-
-    if (!driver) {
-        snprintf(cuda_reason, sizeof cuda_reason,
-                 "no NVIDIA driver is installed (libcuda.so.1 not found)");
-        return false;
-    }
-    cu_init = (cu_init_fn)(uintptr_t)dlsym(driver, "cuInit");
-    cu_count = (cu_count_fn)(uintptr_t)dlsym(driver, "cuDeviceGetCount");
-    if (!cu_init || !cu_count) {
-        snprintf(cuda_reason, sizeof cuda_reason, "libcuda.so.1 lacks cuInit");
-        dlclose(driver);
-        return false;
-    }
-    rc = cu_init(0);
-    if (rc == 0)
-        rc = cu_count(&n);
-    if (rc != 0)
-        snprintf(cuda_reason, sizeof cuda_reason,
-                 "the NVIDIA driver found no usable device (CUDA driver error %d)", rc);
-    else if (n == 0)
-        snprintf(cuda_reason, sizeof cuda_reason, "the NVIDIA driver found no device");
-    /* the driver stays loaded: the runtime in the module opens it again */
-    return rc == 0 && n > 0;
-}
-
-static void *open_module_at(const char *path, char *errors, size_t size)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    size_t used = strlen(errors);
-
-    if (!h && used < size)
-        snprintf(errors + used, size - used, "%s%s", used ? "; " : "", dlerror());
-    return h;
-}
-
-static void *open_module(void)
-{
-    char errors[sizeof cuda_reason / 2] = "";
-    const char *env = getenv("TENSORRUN_CUDA_MODULE");
-    char exe[PATH_MAX], path[PATH_MAX + sizeof MODULE_NAME];
-    ssize_t n;
-    void *h = NULL;
-
-    if (env && *env) {
-        h = open_module_at(env, errors, sizeof errors);
-    } else {
-        n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n > 0) {
-            exe[n] = '\0';
-            char *slash = strrchr(exe, '/');
-            if (slash) {
-                *slash = '\0';
-                snprintf(path, sizeof path, "%s/%s", exe, MODULE_NAME);
-                h = open_module_at(path, errors, sizeof errors);
-            }
-        }
-        if (!h)
-            h = open_module_at(TR_PKGLIBDIR "/" MODULE_NAME, errors, sizeof errors);
-    }
-    if (!h)
-        snprintf(cuda_reason, sizeof cuda_reason, "the CUDA module could not be loaded: %s",
-                 errors);
-    return h;
-}
-
-static void detect_cuda(void)
-{
-    tr_cuda_module_get_fn get;
-    const struct tr_cuda_module *m;
-    void *h;
-    int n;
-
-    if (!driver_has_device())
-        return;
-    h = open_module();
-    if (!h)
-        return;
-    get = (tr_cuda_module_get_fn)(uintptr_t)dlsym(h, TR_CUDA_MODULE_SYMBOL);
-    m = get ? get(TR_CUDA_MODULE_ABI) : NULL;
-    if (!m) {
-        snprintf(cuda_reason, sizeof cuda_reason,
-                 "the CUDA module is from another version of tensorrun");
-        dlclose(h);
-        return;
-    }
-    /* from here on the module stays loaded whatever happens: the CUDA
-     * runtime inside it may have started threads and exit handlers */
-    n = m->device_count(cuda_reason, sizeof cuda_reason);
-    if (n <= 0) {
-        if (n == 0)
-            snprintf(cuda_reason, sizeof cuda_reason, "the CUDA runtime found no device");
-        return;
-    }
-    cuda_module = m;
-    cuda_count = n > MAX_CUDA_DEVICES ? MAX_CUDA_DEVICES : n;
-}
-#else
-static void detect_cuda(void)
-{
-    snprintf(cuda_reason, sizeof cuda_reason,
-             "this tensorrun was built without CUDA support");
-}
-#endif
-
-int tr_cuda_device_count(void)
-{
-    pthread_once(&cuda_once, detect_cuda);
-    return cuda_count;
-}
-
-const char *tr_cuda_unavailable_reason(void)
-{
-    pthread_once(&cuda_once, detect_cuda);
-    return cuda_count > 0 ? "" : cuda_reason;
-}
-
-const struct tr_cuda_module *tr__cuda(void)
-{
-    pthread_once(&cuda_once, detect_cuda);
-    return cuda_module;
-}
-
 bool tr_device_available(struct tr_device device)
 {
+    const struct tr__backend *b = tr__backend_of(device.kind);
+
+    if (!b)
+        return false;
     if (device.kind == TR_DEV_CPU)
-        return true;
-    return device.kind == TR_DEV_CUDA && device.index >= 0 &&
-           device.index < tr_cuda_device_count();
-}
-
-tr_status tr__device_check(struct tr_device device, const char *fn)
-{
-    char name[TR_DEVICE_NAME_MAX];
-
-    if (tr_device_available(device))
-        return TR_OK;
-    tr_device_format(device, name, sizeof name);
-    if (device.kind != TR_DEV_CUDA || device.index < 0)
-        return tr__set_error(TR_ERR_DEVICE, "%s: unknown device", fn);
-    if (cuda_count == 0)
-        return tr__set_error(TR_ERR_DEVICE, "%s: %s is not available: %s", fn, name,
-                             cuda_reason);
-    return tr__set_error(TR_ERR_DEVICE, "%s: %s is not available: there %s only %d CUDA device%s",
-                         fn, name, cuda_count == 1 ? "is" : "are", cuda_count,
-                         cuda_count == 1 ? "" : "s");
+        return true; /* the CPU's index means nothing */
+    return device.index >= 0 && device.index < b->device_count();
 }
 
 /* ------------------------------------------------------------ pools */
 
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tr__pool *cpu_pool;
-static struct tr__pool *cuda_pools[MAX_CUDA_DEVICES];
+static struct tr__pool *pools[TR__DEVICE_KINDS][TR__MAX_DEVICE_INDEX];
 
-/* The CUDA backends' ctx is the device index itself. */
-static void *cuda_raw_alloc(void *ctx, uint64_t bytes)
+/* The one slot of the CPU, whatever index its tr_device carries. */
+static struct tr__pool **pool_slot(struct tr_device device)
 {
-    return cuda_module->malloc((int)(intptr_t)ctx, bytes);
-}
-
-static void cuda_raw_free(void *ctx, void *ptr, uint64_t bytes)
-{
-    (void)bytes;
-    cuda_module->free((int)(intptr_t)ctx, ptr);
+    return &pools[device.kind][device.kind == TR_DEV_CPU ? 0 : device.index];
 }
 
 struct tr__pool *tr__pool_for(struct tr_device device, const char *fn)
 {
+    const struct tr__backend *b = tr__backend_for(device, fn);
     struct tr__pool **slot, *pool;
     struct tr__pool_backend backend;
 
-    if (tr__device_check(device, fn) != TR_OK)
+    if (!b)
         return NULL;
-    if (device.kind == TR_DEV_CPU) {
-        slot = &cpu_pool;
-        backend = tr__cpu_pool_backend;
-    } else {
-        slot = &cuda_pools[device.index];
-        backend = (struct tr__pool_backend){cuda_raw_alloc, cuda_raw_free,
-                                            (void *)(intptr_t)device.index};
-    }
+    slot = pool_slot(device);
     pthread_mutex_lock(&pools_lock);
-    if (!*slot)
-        *slot = tr__pool_create(device, &backend);
+    if (!*slot) {
+        b->pool_backend(device.index, &backend);
+        *slot = tr__pool_create(device.kind == TR_DEV_CPU ? TR_CPU : device, &backend);
+    }
     pool = *slot;
     pthread_mutex_unlock(&pools_lock);
     TR_RETURN_NULL_IF(!pool, TR_ERR_OOM, "out of memory creating a device pool");
     return pool;
+}
+
+size_t tr_memory_devices(struct tr_device *out, size_t cap)
+{
+    size_t n = 0;
+
+    pthread_mutex_lock(&pools_lock);
+    for (int kind = 0; kind < TR__DEVICE_KINDS; kind++)
+        for (int index = 0; index < TR__MAX_DEVICE_INDEX; index++) {
+            struct tr_memory_stats st;
+            if (!pools[kind][index])
+                continue;
+            /* a pool made only to be asked about or limited was not used */
+            tr__pool_stats(pools[kind][index], &st);
+            if (st.alloc_count == 0 && st.oom_count == 0)
+                continue;
+            if (n < cap)
+                out[n] = (struct tr_device){(enum tr_device_kind)kind, index};
+            n++;
+        }
+    pthread_mutex_unlock(&pools_lock);
+    return n;
 }
 
 tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out)

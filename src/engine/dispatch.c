@@ -2,6 +2,7 @@
  * dispatch.c - running an op: its arguments checked by the op table's
  * rule, then handed to its kernel.
  */
+#include "backend_impl.h"
 #include "kernel_impl.h"
 #include "kernels.h"
 
@@ -290,6 +291,7 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
     const struct tr__op *op = tr__op_of(info);
     struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
     struct tr_value *lists[TR_OP_MAX_PARAMS] = {NULL};
+    tr__kernel_fn kernel = NULL;
     tr_status s = TR_OK;
     int bad;
 
@@ -309,15 +311,10 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
     }
     if (s == TR_OK)
         s = tr_op_infer(info, values, out, &bad);
-    if (s == TR_OK && !op->kernel)
-        s = tr__set_error(TR_ERR_STATE, "%s: this op cannot run yet (its kernel is not written)",
-                          info->name);
-    for (int i = 0; i < info->nparams && s == TR_OK; i++)
-        if (args[i].tensor && args[i].tensor->storage->device.kind != TR_DEV_CPU)
-            s = tr__set_error(TR_ERR_DEVICE, "%s: the CUDA kernels are not written yet",
-                              info->name);
     if (s == TR_OK)
-        s = op->kernel(op, args, out, usable_dest(info, args, &out[0], dest), results);
+        s = tr__kernel_select(info, args, out, &kernel);
+    if (s == TR_OK)
+        s = kernel(op, args, out, usable_dest(info, args, &out[0], dest), results);
     for (int i = 0; i < info->nparams; i++)
         free(lists[i]);
     return s;

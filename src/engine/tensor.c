@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device_impl.h"
+#include "backend_impl.h"
 #include "pool_impl.h"
 
 /* -------------------------------------------------------------- storage */

@@ -156,7 +156,11 @@ uint16_t tr_f64_to_bf16(double value);
 
 /* --------------------------------------------------------------- devices */
 
-enum tr_device_kind { TR_DEV_CPU, TR_DEV_CUDA };
+/* TR_DEV_FAKE is host memory posing as a device, for tests only: it
+ * exists when the environment variable TENSORRUN_FAKE_DEVICES=N (1 to 8)
+ * is set, as fake:0 .. fake:N-1, with a pool of its own, copies that land
+ * only once waited for, and the CPU's kernels except cumsum's. */
+enum tr_device_kind { TR_DEV_CPU, TR_DEV_CUDA, TR_DEV_FAKE };
 
 struct tr_device {
     enum tr_device_kind kind;
@@ -165,16 +169,18 @@ struct tr_device {
 
 #define TR_CPU ((struct tr_device){TR_DEV_CPU, 0})
 #define TR_CUDA(n) ((struct tr_device){TR_DEV_CUDA, (n)})
+#define TR_FAKE(n) ((struct tr_device){TR_DEV_FAKE, (n)})
 
-/* "cpu", "cuda" (device 0) or "cuda:N" with N from 0 to 63.  Whether the
- * device exists is tr_device_available's question. */
+/* "cpu", "cuda" (device 0), "cuda:N" with N from 0 to 63, "fake" or
+ * "fake:N" likewise.  Whether the device exists is tr_device_available's
+ * question. */
 tr_status tr_device_parse(const char *text, struct tr_device *out);
 /* Room for any device's name. */
 #define TR_DEVICE_NAME_MAX 24
-/* Writes "cpu" or "cuda:N" into buf (TR_DEVICE_NAME_MAX bytes suffice) and
+/* Writes "cpu", "cuda:N" or "fake:N" into buf (TR_DEVICE_NAME_MAX bytes suffice) and
  * returns buf. */
 char *tr_device_format(struct tr_device device, char *buf, size_t size);
-/* Same kind and, for CUDA, same index. */
+/* Same kind and, but for the CPU, same index. */
 bool tr_device_equal(struct tr_device a, struct tr_device b);
 /* Number of usable CUDA devices: 0 when the build has no CUDA backend, or
  * the driver, a device or the module is missing.  The first call asks the
@@ -182,8 +188,16 @@ bool tr_device_equal(struct tr_device a, struct tr_device b);
 int tr_cuda_device_count(void);
 /* Why tr_cuda_device_count() is 0, as a sentence; "" when it is not. */
 const char *tr_cuda_unavailable_reason(void);
-/* True for the CPU, and for a CUDA device that exists. */
+/* True for the CPU, and for a CUDA or fake device that exists.  The
+ * error of a call that names a device that is not available says why. */
 bool tr_device_available(struct tr_device device);
+/* Why device is not available, as a clause ("the NVIDIA driver found no
+ * device", "there are only 2 fake devices"); "" when it is.  Valid until
+ * the calling thread's next call. */
+const char *tr_device_unavailable_reason(struct tr_device device);
+/* Waits until all work issued on the device is done (copies of the fake
+ * device land).  TR_ERR_DEVICE for a device that is not available. */
+tr_status tr_device_synchronize(struct tr_device device);
 
 /* ---------------------------------------------------------------- memory */
 
@@ -219,6 +233,11 @@ tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes);
 uint64_t tr_memory_block_size(uint64_t bytes);
 /* Starts a new peak: peak_active_bytes becomes the current active_bytes. */
 tr_status tr_memory_reset_peak(struct tr_device device);
+/* The devices whose pools have been allocated from (or refused an
+ * allocation) so far, the CPU first, then by kind and index: the first cap
+ * of them into out.  Returns how many there are, which may be more than
+ * cap.  What a run reports and releases at its end. */
+size_t tr_memory_devices(struct tr_device *out, size_t cap);
 
 /* Writes a shape as messages print it, "[2,3]" ("[]" for a scalar), into
  * buf and returns buf; cut short to fit size. */
@@ -287,13 +306,14 @@ struct tr_tensor *tr_contiguous(const struct tr_tensor *t);
 /* Always a compact copy in the pool of t's device. */
 struct tr_tensor *tr_clone(const struct tr_tensor *t);
 /* A compact copy on another device (a new handle of t when the device is
- * t's own).  TR_ERR_DEVICE when the build has no CUDA backend or the
- * device does not exist. */
+ * t's own), complete when it returns.  TR_ERR_DEVICE when the device is not
+ * available (a build without CUDA, no such device, no fake devices). */
 struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device);
 
 /*
  * Writes src's values into dst, element by element, converting the dtype:
- * both on the CPU, of one shape; dst writable and not overlapping src.
+ * both on the CPU (or both on one fake device, whose memory is the
+ * host's), of one shape; dst writable and not overlapping src.
  * Conversions: floats to integers truncate toward zero and saturate at the
  * integer's limits (NaN gives 0); integers to narrower integers wrap (two's
  * complement); anything to bool is "not zero" (NaN is true); to floats
@@ -301,7 +321,7 @@ struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device);
  */
 tr_status tr_copy_into(struct tr_tensor *dst, const struct tr_tensor *src);
 /* A compact copy of t converted to dtype (a new handle of t itself when t
- * is compact and already of dtype).  CPU only. */
+ * is compact and already of dtype), on t's device: the CPU or a fake one. */
 struct tr_tensor *tr_cast(const struct tr_tensor *t, enum tr_dtype dtype);
 
 /* Copies t's values into the C-ordered host buffer dst of tr_nbytes(t). */

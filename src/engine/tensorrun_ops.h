@@ -193,6 +193,17 @@ struct tr_sink {
 };
 
 /*
+ * Whether device has a kernel for op id with tensor operands of these n
+ * dtypes: false for a device that is not available, for CUDA (no kernels
+ * yet) and, on the fake device, for cumsum (left out on purpose).
+ * tr_op_run runs an op on its operands' device, and fails with
+ * TR_ERR_DEVICE, naming the device, where this is false but the CPU has
+ * the kernel, or where its tensor operands are on different devices.
+ */
+bool tr_device_supports(struct tr_device device, enum tr_op_id id, const enum tr_dtype *dtypes,
+                        int n);
+
+/*
  * Where an op's final result, results[0], goes (never a temporary of the
  * op, nor results[1]).  tensor is the memory: compact, writable, on the
  * CPU, of exactly the result's dtype and shape (NULL: no destination).

@@ -4,67 +4,8 @@
  */
 #include <string.h>
 
-#include "device_impl.h"
+#include "backend_impl.h"
 #include "iter_impl.h"
-
-_Static_assert(TR_CUDA_MAX_NDIM == TR_MAX_DIMS, "the CUDA module takes every tensor rank");
-
-/* ------------------------------------------------------ raw device memory */
-
-static tr_status cuda_failed(const char *fn, struct tr_device device, const char *why)
-{
-    char name[TR_DEVICE_NAME_MAX];
-
-    return tr__set_error(TR_ERR_DEVICE, "%s: %s: %s", fn,
-                         tr_device_format(device, name, sizeof name), why);
-}
-
-tr_status tr__device_fill_zero(struct tr_device device, void *dst, uint64_t bytes,
-                               const char *fn)
-{
-    char err[256];
-
-    if (device.kind == TR_DEV_CPU) {
-        tr__cpu_fill_zero(dst, bytes);
-        return TR_OK;
-    }
-    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
-    if (tr__cuda()->memset(device.index, dst, 0, bytes, err, sizeof err) != 0)
-        return cuda_failed(fn, device, err);
-    return TR_OK;
-}
-
-tr_status tr__device_upload(struct tr_device device, void *dst, const void *src,
-                            uint64_t bytes, const char *fn)
-{
-    char err[256];
-
-    if (device.kind == TR_DEV_CPU) {
-        memcpy(dst, src, bytes);
-        return TR_OK;
-    }
-    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
-    if (tr__cuda()->memcpy(device.index, dst, src, bytes, TR_CUDA_HOST_TO_DEVICE, err,
-                           sizeof err) != 0)
-        return cuda_failed(fn, device, err);
-    return TR_OK;
-}
-
-tr_status tr__device_download(struct tr_device device, void *dst, const void *src,
-                              uint64_t bytes, const char *fn)
-{
-    char err[256];
-
-    if (device.kind == TR_DEV_CPU) {
-        memcpy(dst, src, bytes);
-        return TR_OK;
-    }
-    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
-    if (tr__cuda()->memcpy(device.index, dst, src, bytes, TR_CUDA_DEVICE_TO_HOST, err,
-                           sizeof err) != 0)
-        return cuda_failed(fn, device, err);
-    return TR_OK;
-}
 
 /* ---------------------------------------------------------------- copies */
 
@@ -76,25 +17,13 @@ static const char *element0(const struct tr_tensor *t)
 /* Copies t's values into the compact tensor out of t's shape on t's device. */
 static tr_status gather(struct tr_tensor *out, const struct tr_tensor *t, const char *fn)
 {
-    int64_t src_strides[TR_MAX_DIMS], dst_strides[TR_MAX_DIMS];
-    struct tr_device device = t->storage->device;
-    size_t item = tr_dtype_size(t->dtype);
-    char err[256];
+    int64_t src_strides[TR_MAX_DIMS];
 
     if (tr_tensor_numel(t) == 0)
         return TR_OK;
     tr__byte_strides(t, src_strides);
-    if (device.kind == TR_DEV_CPU) {
-        tr__byte_strides(out, dst_strides);
-        tr__cpu_copy(out->storage->data + out->offset, dst_strides, element0(t), src_strides,
-                     t->ndim, t->shape, item);
-        return TR_OK;
-    }
-    TR_FORWARD_IF_ERROR(tr__device_check(device, fn));
-    if (tr__cuda()->copy_strided(device.index, out->storage->data + out->offset, element0(t),
-                                 item, t->ndim, t->shape, src_strides, err, sizeof err) != 0)
-        return cuda_failed(fn, device, err);
-    return TR_OK;
+    return tr__device_gather(t->storage->device, out->storage->data + out->offset, element0(t),
+                             tr_dtype_size(t->dtype), t->ndim, t->shape, src_strides, fn);
 }
 
 struct tr_tensor *tr_clone(const struct tr_tensor *t)
@@ -130,7 +59,7 @@ static struct tr_tensor *move_compact(const struct tr_tensor *t, struct tr_devic
     if (compact)
         out = tr__empty("to", t->dtype, t->ndim, t->shape, to);
     if (out && bytes > 0)
-        status = from.kind == TR_DEV_CPU
+        status = tr_device_equal(from, TR_CPU)
                      ? tr__device_upload(to, out->storage->data, element0(compact), bytes, "to")
                      : tr__device_download(from, out->storage->data, element0(compact), bytes,
                                            "to");
@@ -153,9 +82,9 @@ struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device)
         return tr__tensor_alias(t);
     if (tr__device_check(device, "to") != TR_OK)
         return NULL;
-    if (from.kind == TR_DEV_CPU || device.kind == TR_DEV_CPU)
+    if (tr_device_equal(from, TR_CPU) || tr_device_equal(device, TR_CPU))
         return move_compact(t, device);
-    host = move_compact(t, TR_CPU); /* between two GPUs, through the host */
+    host = move_compact(t, TR_CPU); /* between two devices, through the host */
     out = host ? move_compact(host, device) : NULL;
     tr_release(host);
     return out;
@@ -163,8 +92,9 @@ struct tr_tensor *tr_to(const struct tr_tensor *t, struct tr_device device)
 
 tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
 {
-    int64_t src_strides[TR_MAX_DIMS], dst_strides[TR_MAX_DIMS];
-    struct tr_tensor *host;
+    int64_t src_strides[TR_MAX_DIMS];
+    struct tr_tensor *compact;
+    tr_status s;
 
     TR_FORWARD_IF_ERROR(tr__check(t, "copy_to_host"));
     TR_RETURN_ERROR_IF(size < tr_tensor_nbytes(t), TR_ERR_INVALID,
@@ -172,20 +102,19 @@ tr_status tr_copy_to_host(const struct tr_tensor *t, void *dst, size_t size)
                        (unsigned long long)tr_tensor_nbytes(t));
     if (tr_tensor_numel(t) == 0)
         return TR_OK;
-    if (t->storage->device.kind == TR_DEV_CPU) {
+    if (tr_device_equal(t->storage->device, TR_CPU)) { /* straight into dst */
         tr__byte_strides(t, src_strides);
-        tr__contiguous_strides(t->ndim, t->shape, dst_strides);
-        for (int i = 0; i < t->ndim; i++)
-            dst_strides[i] *= (int64_t)tr_dtype_size(t->dtype);
-        tr__cpu_copy(dst, dst_strides, element0(t), src_strides, t->ndim, t->shape,
-                     tr_dtype_size(t->dtype));
+        tr__cpu_gather(dst, element0(t), tr_dtype_size(t->dtype), t->ndim, t->shape,
+                       src_strides);
         return TR_OK;
     }
-    host = move_compact(t, TR_CPU);
-    if (!host)
+    compact = tr_contiguous(t); /* gathered where it lives, then one download */
+    if (!compact)
         return tr_last_status();
-    memcpy(dst, host->storage->data, tr_tensor_nbytes(t));
-    return tr_release(host);
+    s = tr__device_download(t->storage->device, dst, element0(compact), tr_tensor_nbytes(t),
+                            "copy_to_host");
+    tr_release(compact);
+    return s;
 }
 
 /* ------------------------------------------------------------- elements */

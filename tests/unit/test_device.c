@@ -59,7 +59,7 @@ static void test_module_loads(void)
     get = (tr_cuda_module_get_fn)(uintptr_t)dlsym(h, TR_CUDA_MODULE_SYMBOL);
     ok(get != NULL, "module: exports %s", TR_CUDA_MODULE_SYMBOL);
     m = get ? get(TR_CUDA_MODULE_ABI) : NULL;
-    ok(m && m->abi == TR_CUDA_MODULE_ABI && m->malloc && m->copy_strided,
+    ok(m && m->abi == TR_CUDA_MODULE_ABI && m->malloc && m->copy_strided && m->synchronize,
        "module: gives its table for this ABI");
     ok(get && get(TR_CUDA_MODULE_ABI + 1) == NULL, "module: refuses another ABI");
     n = m ? m->device_count(err, sizeof err) : -2;

@@ -46,12 +46,12 @@ static struct number number_of(const struct tr_value *v)
     return n;
 }
 
-/* The compact result out describes, on the CPU (in dest when there is
+/* The compact result out describes, on its device (in dest when there is
  * one); errors name the op. */
 static struct tr_tensor *new_result(const struct tr__op *op, const struct tr_value *out,
                                     const struct tr_dest *dest)
 {
-    return tr__new_result(op->info.name, out, TR_CPU, dest);
+    return tr__new_result(op->info.name, out, out->device, dest);
 }
 
 static tr_status finish(struct tr_tensor *t, tr_status s, struct tr_tensor **results)

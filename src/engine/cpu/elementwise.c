@@ -367,10 +367,7 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
         b = NULL;
     }
     if (b)
-        y = tr__stream_result(op->info.name, out,
-                              a->storage->device.kind == TR_DEV_CPU ? a->storage->device
-                                                                     : b->storage->device,
-                              dest, &store);
+        y = tr__stream_result(op->info.name, out, out->device, dest, &store);
     if (a && b && y)
         s = tr__map_stream(y, &store, to_bool ? TR_DTYPE_BOOL : compute,
                            (const struct tr_tensor *const[]){a, b}, 2, compute, fn, NULL);

@@ -176,7 +176,7 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
     tiles = tr__mm_tiles_of(nbatch, m, n, k, TILE_M, TILE_N, PARALLEL_FLOPS);
     if (!direct) {
         int64_t shape[2] = {tiles.threads, (int64_t)TILE_M * TILE_N};
-        scratch = tr__empty(name, compute, 2, shape, TR_CPU);
+        scratch = tr__empty(name, compute, 2, shape, c->storage->device);
         if (!scratch)
             return tr_last_status();
         buffers = scratch->storage->data + scratch->offset;
@@ -245,7 +245,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     }
     nb = out->ndim - (ta->ndim >= 2) - (tb->ndim >= 2);
     if (integer) {
-        c = tr__new_result(name, out, TR_CPU, dest);
+        c = tr__new_result(name, out, out->device, dest);
         s = c ? tr__cpu_matmul_int(name, ta, tb, c, nb) : tr_last_status();
         if (!c) {
             tr_release(ta);
@@ -264,7 +264,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     else
         tr_release(tb);
     if (s == TR_OK) {
-        c = tr__new_result(name, out, TR_CPU, dest);
+        c = tr__new_result(name, out, out->device, dest);
         s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
     }
     tr_release(a.t);
@@ -347,7 +347,7 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
                   : NULL;
     }
     if (row)
-        c = tr__new_result(op->info.name, out, TR_CPU, dest);
+        c = tr__new_result(op->info.name, out, out->device, dest);
     if (!c)
         s = tr_last_status();
     else

@@ -160,7 +160,8 @@ tr_status tr__cpu_matmul_int(const char *name, struct tr_tensor *ta, struct tr_t
     }
     tiles = tr__mm_tiles_of(nbatch, m, n, k, TILE_M, TILE_N, PARALLEL_MACS);
     scratch = tr__empty(name, TR_DTYPE_U8, 2,
-                        (int64_t[]){tiles.threads, (int64_t)TILE_M * TILE_N * lane_size}, TR_CPU);
+                        (int64_t[]){tiles.threads, (int64_t)TILE_M * TILE_N * lane_size},
+                        c->storage->device);
     if (!scratch) {
         s = tr_last_status();
         goto done;

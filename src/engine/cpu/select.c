@@ -263,7 +263,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
         k = 1; /* the result is the scalar itself (tr_op_infer kept its shape) */
     item = tr_dtype_size(x->dtype);
     for (int i = 0; s == TR_OK && i < op->info.nresults; i++) {
-        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, TR_CPU);
+        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, out[i].device);
         if (!made[i])
             s = tr_last_status();
     }
@@ -286,7 +286,8 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
     threads = threads_for(parallel);
     line_bytes = room_bytes(k, n);
-    scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes}, TR_CPU);
+    scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes},
+                        made[0]->storage->device);
     if (!scratch) {
         tr_release(x);
         return give(made, op->info.nresults, tr_last_status(), results);
@@ -373,7 +374,7 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
     size = x->ndim ? x->shape[d] : 1;
     index = checked_index(name, &args[2], d, size);
     if (index)
-        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c)
         s = tr_last_status();
     if (s == TR_OK && tr_tensor_numel(c) > 0) {
@@ -430,7 +431,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
     size = x->ndim ? x->shape[d] : 1;
     index = checked_index(name, &args[2], d, size);
     if (index)
-        c = tr__empty(name, out->dtype, out->ndim, out->shape, TR_CPU);
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c)
         s = tr_last_status();
     if (s == TR_OK && tr_tensor_numel(c) > 0) {
@@ -489,7 +490,7 @@ tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
 {
     (void)dest; /* its results are its own: the caller copies them */
     bool stack = op->rule == TR__RULE_STACK;
-    struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+    struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, out->device);
     int d = dim_of(args[1].value.integer, out->ndim);
     int64_t at = 0;
     tr_status s = c ? TR_OK : tr_last_status();
@@ -685,7 +686,7 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
     if (!x)
         return tr_last_status();
     for (int i = 0; i < 2 && s == TR_OK; i++) {
-        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, TR_CPU);
+        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, out[i].device);
         if (!made[i])
             s = tr_last_status();
     }
@@ -700,7 +701,7 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
     job.q = made[0]->storage->data + made[0]->offset;
     job.scales = (float *)(void *)(made[1]->storage->data + made[1]->offset);
     job.threads = threads_for(true);
-    scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){job.threads}, TR_CPU);
+    scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){job.threads}, made[0]->storage->device);
     if (!scratch)
         s = tr_last_status();
     if (s == TR_OK && tr_tensor_numel(x) == 0) {
@@ -758,7 +759,7 @@ tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
     scale = given ? tr_cast(given, TR_DTYPE_F32) : NULL;
     tr_release(given);
     if (scale)
-        c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, TR_CPU);
+        c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, out->device);
     if (!c)
         s = tr_last_status();
     if (s == TR_OK && tr_tensor_numel(c) > 0) {

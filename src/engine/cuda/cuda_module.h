@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define TR_CUDA_MODULE_ABI 1
+#define TR_CUDA_MODULE_ABI 2
 #define TR_CUDA_MODULE_SYMBOL "tr_cuda_module_get"
 #define TR_CUDA_MAX_NDIM 8
 
@@ -43,6 +43,8 @@ struct tr_cuda_module {
     int (*copy_strided)(int device, void *dst, const void *src, uint64_t itemsize,
                         int ndim, const int64_t *shape, const int64_t *strides,
                         char *err, size_t errsize);
+    /* Waits until all work issued on the device is done. */
+    int (*synchronize)(int device, char *err, size_t errsize);
 };
 
 typedef const struct tr_cuda_module *(*tr_cuda_module_get_fn)(int abi);

@@ -140,9 +140,18 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
     return rc == cudaSuccess ? 0 : fail(rc, "the strided copy kernel", err, errsize);
 }
 
+int device_synchronize(int device, char *err, size_t errsize)
+{
+    cudaError_t rc = cudaSetDevice(device);
+
+    if (rc == cudaSuccess)
+        rc = cudaDeviceSynchronize();
+    return rc == cudaSuccess ? 0 : fail(rc, "cudaDeviceSynchronize", err, errsize);
+}
+
 const tr_cuda_module module_table = {
-    TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free,
-    device_memcpy,      device_memset, copy_strided,
+    TR_CUDA_MODULE_ABI, device_count,  device_malloc, device_free,
+    device_memcpy,      device_memset, copy_strided,  device_synchronize,
 };
 
 } /* namespace */
