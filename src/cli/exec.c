@@ -43,6 +43,10 @@ struct exec {
     struct report report;
     struct progress *progress;
     uint64_t read_bytes, written_bytes, released_bytes, peak_bytes;
+    /* every device the program runs on (the CPU's first), and each one's peak */
+    struct tr_device devices[REPORT_MAX_DEVICES];
+    uint64_t device_peaks[REPORT_MAX_DEVICES];
+    size_t ndevices;
 };
 
 static double now_ms(void)
@@ -561,13 +565,66 @@ static void note_statement(const struct exec *x, const struct stage *st, int k, 
              report_format_time(now_ms() - t0, t, sizeof t));
 }
 
+/* The devices stage s uses: its own, and the CPU (inputs, transfers,
+ * writes) when that is another; returns how many. */
+static size_t stage_devices(const struct exec *x, size_t s, struct tr_device *out)
+{
+    out[0] = x->prog->stages[s].device;
+    if (out[0].kind == TR_DEV_CPU)
+        return 1;
+    out[1] = TR_CPU;
+    return 2;
+}
+
+static void note_peak(struct exec *x, struct tr_device device, uint64_t peak)
+{
+    for (size_t i = 0; i < x->ndevices; i++) {
+        if (tr_device_equal(x->devices[i], device)) {
+            if (peak > x->device_peaks[i])
+                x->device_peaks[i] = peak;
+            return;
+        }
+    }
+}
+
+/* A stage's line of statistics for device: what its pool did since before. */
+static void report_device(struct exec *x, size_t s, struct tr_device device,
+                          const struct tr_memory_stats *before, const char **kept, size_t nkept,
+                          double start)
+{
+    const struct stage *st = x->plan->stages[s].stage;
+    struct tr_memory_stats after;
+    struct stage_report r;
+
+    memset(&r, 0, sizeof r);
+    tr_memory_stats(device, &after);
+    r.stage = st->name;
+    r.index = (int)s;
+    r.device = device;
+    r.peak_active_bytes = after.peak_active_bytes;
+    r.active_bytes = after.active_bytes;
+    r.cached_bytes = after.cached_bytes;
+    r.released_bytes = st->keep_cache || x->o->keep_cache ? 0 : tr_release_cached(device);
+    r.alloc_count = after.alloc_count - before->alloc_count;
+    r.cache_hit_count = after.cache_hit_count - before->cache_hit_count;
+    r.kept = kept;
+    r.nkept = nkept;
+    r.wall_ms = now_ms() - start;
+    x->released_bytes += r.released_bytes;
+    if (device.kind == TR_DEV_CPU && r.peak_active_bytes > x->peak_bytes)
+        x->peak_bytes = r.peak_active_bytes;
+    note_peak(x, device, r.peak_active_bytes);
+    report_stage(&x->report, &r);
+}
+
 static int run_stage(struct exec *x, size_t s)
 {
     const struct plan_stage *ps = &x->plan->stages[s];
     const struct program_stage *pst = &x->prog->stages[s];
     const struct stage *st = ps->stage;
-    struct tr_memory_stats before, after;
-    struct stage_report r;
+    struct tr_memory_stats before[2];
+    struct tr_device devices[2];
+    size_t ndevices = stage_devices(x, s, devices), nkept = 0;
     struct tr_scope *scope;
     struct tr_tensor **keep;
     const char **kept;
@@ -575,9 +632,10 @@ static int run_stage(struct exec *x, size_t s)
     double start = now_ms(), t0 = start;
     int status = EXIT_OK;
 
-    memset(&r, 0, sizeof r);
-    tr_memory_reset_peak(TR_CPU);
-    tr_memory_stats(TR_CPU, &before);
+    for (size_t d = 0; d < ndevices; d++) {
+        tr_memory_reset_peak(devices[d]);
+        tr_memory_stats(devices[d], &before[d]);
+    }
     progress_stage(x->progress, st->name, st->nstatements);
     scope = tr_scope_begin();
     if (!scope) {
@@ -606,7 +664,7 @@ static int run_stage(struct exec *x, size_t s)
         if (v->stage == (int)s)
             keep[nkeep++] = x->tensors[pst->keeps[i]];
         if (v->origin != ORIGIN_INPUT && v->name)
-            kept[r.nkept++] = v->name;
+            kept[nkept++] = v->name;
     }
     if (!keep || !kept) {
         status = EXIT_OOM;
@@ -628,28 +686,11 @@ static int run_stage(struct exec *x, size_t s)
     }
     free(keep);
     progress_done(x->progress);
-    if (status != EXIT_OK) {
-        free(kept);
-        return status;
-    }
-    tr_memory_stats(TR_CPU, &after);
-    r.stage = st->name;
-    r.index = (int)s;
-    r.device = ps->device;
-    r.peak_active_bytes = after.peak_active_bytes;
-    r.active_bytes = after.active_bytes;
-    r.cached_bytes = after.cached_bytes;
-    r.released_bytes = st->keep_cache || x->o->keep_cache ? 0 : tr_release_cached(TR_CPU);
-    r.alloc_count = after.alloc_count - before.alloc_count;
-    r.cache_hit_count = after.cache_hit_count - before.cache_hit_count;
-    r.kept = kept;
-    r.wall_ms = now_ms() - start;
-    x->released_bytes += r.released_bytes;
-    if (r.peak_active_bytes > x->peak_bytes)
-        x->peak_bytes = r.peak_active_bytes;
-    report_stage(&x->report, &r);
+    if (status == EXIT_OK)
+        for (size_t d = 0; d < ndevices; d++)
+            report_device(x, s, devices[d], &before[d], kept, nkept, start);
     free(kept);
-    return EXIT_OK;
+    return status;
 }
 
 /* ------------------------------------------------------------ the run */
@@ -662,7 +703,12 @@ static int print_value(struct exec *x, uint32_t id, FILE *out)
         return EXIT_IO;
     memset(&arg, 0, sizeof arg);
     if (x->tensors[id]) {
-        arg.tensor = x->tensors[id];
+        /* text is made on the host */
+        arg.tensor = tr_to(x->tensors[id], TR_CPU);
+        if (!arg.tensor) {
+            msg_error(NULL, "%s", tr_last_error());
+            return exit_for_status(tr_last_status());
+        }
         arg.value = tr_value_of(arg.tensor);
     } else if (!constant_arg(&x->prog->values[id].meta, &arg)) {
         free_constant_arg(&arg);
@@ -672,13 +718,36 @@ static int print_value(struct exec *x, uint32_t id, FILE *out)
     print_arg(&arg, out);
     if (!arg.tensor)
         free_constant_arg(&arg);
+    tr_release(arg.tensor);
     return EXIT_OK;
+}
+
+/* The first op of stage s that its device has no kernel for, or NULL. */
+static const struct tr_op_info *unsupported_op(const struct exec *x, size_t s)
+{
+    const struct program_stage *st = &x->prog->stages[s];
+
+    for (size_t i = st->first; i < st->first + st->count; i++) {
+        const struct instr *in = &x->prog->instrs[i];
+        enum tr_dtype dtypes[TR_OP_MAX_PARAMS];
+        int n = 0;
+        if ((in->kind != INSTR_OP && in->kind != INSTR_FUSED) || in->transfer)
+            continue;
+        for (int a = 0; a < in->nargs; a++)
+            if (in->args[a].kind == OPERAND_VALUE &&
+                x->prog->values[in->args[a].value].meta.kind == TR_VALUE_TENSOR)
+                dtypes[n++] = x->prog->values[in->args[a].value].meta.dtype;
+        if (!tr_device_supports(st->device, in->op->id, dtypes, n))
+            return in->op;
+    }
+    return NULL;
 }
 
 static int refuse_unrunnable(const struct exec *x)
 {
     for (size_t s = 0; s < x->plan->nstages; s++) {
         const struct plan_stage *ps = &x->plan->stages[s];
+        const struct tr_op_info *op;
         char dev[TR_DEVICE_NAME_MAX];
         if (ps->stage->has_foreach) {
             msg_error(NULL, "stage '%s': foreach (chunked stages) is checked by this version "
@@ -686,18 +755,24 @@ static int refuse_unrunnable(const struct exec *x)
             msg_hint("run the stage without foreach; chunked execution comes in a later release");
             return EXIT_RUNTIME;
         }
-        if (ps->device.kind != TR_DEV_CPU) {
-            tr_device_format(ps->device, dev, sizeof dev);
-            if (!tr_device_available(ps->device))
-                msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
-                          ps->stage->name, dev, tr_cuda_unavailable_reason());
-            else
-                msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
-                                "no CUDA kernels yet", ps->stage->name, dev);
-            msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
-                     "the stage");
-            return EXIT_RUNTIME;
-        }
+        if (ps->device.kind == TR_DEV_CPU)
+            continue;
+        tr_device_format(ps->device, dev, sizeof dev);
+        op = tr_device_available(ps->device) ? unsupported_op(x, s) : NULL;
+        if (!tr_device_available(ps->device))
+            msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
+                      ps->stage->name, dev, tr_device_unavailable_reason(ps->device));
+        else if (op && ps->device.kind == TR_DEV_CUDA)
+            msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
+                            "no CUDA kernels yet", ps->stage->name, dev);
+        else if (op)
+            msg_error(NULL, "stage '%s' is to run on %s, which has no kernel for %s",
+                      ps->stage->name, dev, op->name);
+        else
+            continue;
+        msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
+                 "the stage");
+        return EXIT_RUNTIME;
     }
     return EXIT_OK;
 }
@@ -721,6 +796,9 @@ static void report_total(struct exec *x, double start)
     memset(&run, 0, sizeof run);
     run.wall_ms = now_ms() - start;
     run.peak_active_bytes = x->peak_bytes;
+    run.ndevices = x->ndevices;
+    memcpy(run.devices, x->devices, sizeof run.devices);
+    memcpy(run.device_peaks, x->device_peaks, sizeof run.device_peaks);
     run.released_bytes = x->released_bytes;
     run.mapped_bytes = x->plan->mapped_bytes;
     run.read_bytes = x->read_bytes;
@@ -757,10 +835,20 @@ int exec_run(struct plan *plan, const struct run_options *o)
         return EXIT_OOM;
     }
     tr_set_num_threads(o->threads);
-    if (tr_memory_set_limit(TR_CPU, o->memory_limit) != TR_OK) {
-        msg_error(NULL, "%s", tr_last_error());
-        free(x.tensors);
-        return EXIT_RUNTIME;
+    x.devices[x.ndevices++] = TR_CPU;
+    for (size_t s = 0; s < x.prog->nstages; s++) {
+        bool seen = false;
+        for (size_t d = 0; d < x.ndevices && !seen; d++)
+            seen = tr_device_equal(x.devices[d], x.prog->stages[s].device);
+        if (!seen && x.ndevices < REPORT_MAX_DEVICES)
+            x.devices[x.ndevices++] = x.prog->stages[s].device;
+    }
+    for (size_t d = 0; d < x.ndevices; d++) {
+        if (tr_memory_set_limit(x.devices[d], o->memory_limit) != TR_OK) {
+            msg_error(NULL, "%s", tr_last_error());
+            free(x.tensors);
+            return EXIT_RUNTIME;
+        }
     }
     report_init(&x.report, o->stats_out, o->stats, name_width(plan));
     run_scope = tr_scope_begin();
@@ -792,7 +880,8 @@ int exec_run(struct plan *plan, const struct run_options *o)
         status = commit_outputs(&x);
     close_outputs(&x);
     if (status == EXIT_OK) {
-        x.released_bytes += o->keep_cache ? 0 : tr_release_cached(TR_CPU);
+        for (size_t d = 0; d < x.ndevices; d++)
+            x.released_bytes += o->keep_cache ? 0 : tr_release_cached(x.devices[d]);
         report_total(&x, start);
     }
     return status;

@@ -5,7 +5,19 @@
 #ifndef TR_CLI_PLACE_H
 #define TR_CLI_PLACE_H
 
+#include <stdbool.h>
+
 #include "program.h"
+
+/*
+ * Makes every move between devices an instruction: a tensor that an
+ * instruction of a stage reads from another device than the stage's is
+ * moved first (one `to` per value and stage, before its first use there),
+ * and a value an output's write reads from a device other than the CPU is
+ * moved to the CPU right before the write.  Runs after lower_outputs and
+ * before the other passes.  false when out of memory.
+ */
+bool place_transfers(struct program *prog);
 
 /*
  * Sets dest_group on the instruction whose result an output file can be:

@@ -564,13 +564,19 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
         size_t first = plan->program->nvalues;
         ps->stage = &p->stages[s];
         ps->device = stage_device(p, ps->stage);
-        if (ps->device.kind == TR_DEV_CUDA && !tr_device_available(ps->device))
+        plan->program->stages[s].device = ps->device;
+        if (ps->device.kind != TR_DEV_CPU && !tr_device_available(ps->device)) {
+            char dev[TR_DEVICE_NAME_MAX];
+            tr_device_format(ps->device, dev, sizeof dev);
             diag_warning(d, ps->stage->line, ps->stage->col,
                          p->has_force_device ? NULL
                                              : "--force-device cpu runs every stage on the CPU",
-                         "stage '%s' is to run on CUDA, which is not available here (%s); "
+                         "stage '%s' is to run on %s, which is not available here (%s); "
                          "running it will fail",
-                         ps->stage->name ? ps->stage->name : "?", tr_cuda_unavailable_reason());
+                         ps->stage->name ? ps->stage->name : "?",
+                         ps->device.kind == TR_DEV_CUDA ? "CUDA" : dev,
+                         tr_device_unavailable_reason(ps->device));
+        }
         ps->first_value = plan->nvalues;
         lower_stage(plan, (int)s, d);
         ps->nvalues = plan->nvalues - ps->first_value;
@@ -586,7 +592,7 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
     check_outputs(plan, d);
     check_keeps(plan, d);
     if (diag_exit_code(d) == 0) {
-        if (!lower_outputs(plan) || !fuse_run(plan->program) ||
+        if (!lower_outputs(plan) || !place_transfers(plan->program) || !fuse_run(plan->program) ||
             !liveness_run(plan->program)) {
             plan_free(plan);
             return NULL;

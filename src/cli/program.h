@@ -75,6 +75,8 @@ enum instr_kind {
     INSTR_WRITE,    /* an output file written from args (its members' values) */
     INSTR_FUSED     /* a chain of INSTR_OPs (fuse.h) run as one tr_fused_run */
 };
+/* A transfer between devices is an INSTR_OP of the op `to` with the
+ * transfer flag set (place.h). */
 
 struct tr_fused;
 
@@ -107,6 +109,7 @@ struct instr {
     uint32_t *finputs;
     int nfinputs;
     int fused_group;                          /* INSTR_FUSED: 1, 2, ... in the program */
+    bool transfer;                            /* a `to` the place pass added */
 };
 
 /* The outputs that go to one file, written by one INSTR_WRITE. */
@@ -128,6 +131,7 @@ struct program_stage {
     size_t nkeeps;
     uint32_t over, block;        /* foreach: the value cut into blocks, and the block
                                     (VALUE_NONE when not a foreach stage) */
+    struct tr_device device;     /* where its instructions run */
 };
 
 struct program_arena;

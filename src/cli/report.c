@@ -106,6 +106,13 @@ void report_run(struct report *r, const struct run_report *run)
         json_object_set_new(o, "event", json_string("run"));
         json_object_set_new(o, "wall_ms", milliseconds(run->wall_ms));
         json_object_set_new(peaks, "cpu", json_integer((json_int_t)run->peak_active_bytes));
+        for (size_t i = 0; i < run->ndevices; i++) {
+            char dev[TR_DEVICE_NAME_MAX];
+            if (run->devices[i].kind == TR_DEV_CPU)
+                continue;
+            json_object_set_new(peaks, tr_device_format(run->devices[i], dev, sizeof dev),
+                                json_integer((json_int_t)run->device_peaks[i]));
+        }
         json_object_set_new(o, "peak_active_bytes", peaks);
         json_object_set_new(o, "released_bytes", json_integer((json_int_t)run->released_bytes));
         json_object_set_new(o, "mapped_bytes", json_integer((json_int_t)run->mapped_bytes));

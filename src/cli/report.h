@@ -29,9 +29,15 @@ struct stage_report {
     size_t nkept;
 };
 
+#define REPORT_MAX_DEVICES 8
+
 struct run_report {
     double wall_ms;
     uint64_t peak_active_bytes;  /* CPU pool, over the run */
+    /* every device's pool the run used (the CPU's first), and its peak */
+    struct tr_device devices[REPORT_MAX_DEVICES];
+    uint64_t device_peaks[REPORT_MAX_DEVICES];
+    size_t ndevices;
     uint64_t released_bytes;     /* every release of the run */
     uint64_t mapped_bytes, read_bytes, written_bytes;
     const char *const *output_names;
