@@ -90,8 +90,8 @@ ONE_THREAD = os.environ.get("TR_BENCH_ONE_THREAD") == "1"
 N1 = max(1 << 20, int(256 * MIB * SCALE) // 1024 * 1024)   # job 1: f32 elements
 ROWS2, COLS2 = max(2, int(16384 * SCALE)), 16384            # job 2
 N3 = max(64, int(round(4096 * SCALE / 64)) * 64)            # job 3
-READ_MIB = max(64, N1 * 4 // MIB)                           # job 4
-TRIAD_MIB = max(64, READ_MIB // 2)
+READ_MIB = max(16, N1 * 4 // MIB)                           # job 4
+TRIAD_MIB = max(8, READ_MIB // 2)
 
 WORK = os.path.join(os.environ.get("TMPDIR") or "/tmp", "tensorrun-bench-issue10")
 os.makedirs(WORK, exist_ok=True)
