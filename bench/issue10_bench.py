@@ -76,9 +76,9 @@ def env_float(name, default):
         die(f"{name}={os.environ[name]!r} is not a number")
 
 
-TENSORRUN, BINDIR = (sys.argv[1:3] + [None, None])[:2]
-if not TENSORRUN or not BINDIR or len(sys.argv) != 3:
+if len(sys.argv) != 3:
     die("usage: issue10_bench.py TENSORRUN BENCH_BINDIR")
+TENSORRUN, BINDIR = sys.argv[1:]
 RUNS = int(env_float("RUNS", 7))
 SCALE = env_float("TR_BENCH_SCALE", 1)
 THREADS = int(env_float("TR_BENCH_THREADS", len(os.sched_getaffinity(0))))
