@@ -521,11 +521,12 @@ static void test_checks(void)
 {
     int64_t shape[1] = {5};
     struct tr_tensor *x = make_input(TR_DTYPE_I32, 1, shape, 0);
-    struct tr_value v = tr_value_of(x), args[3], result;
+    struct tr_value v = tr_value_of(x), args[TR_OP_MAX_PARAMS], result;
     struct tr_fused chain;
     struct tr_tensor *y = NULL;
     int bad;
 
+    memset(args, 0, sizeof args); /* None for the parameters not given */
     memset(&chain, 0, sizeof chain);
     chain.ninputs = 1;
     chain.nsteps = 2;
