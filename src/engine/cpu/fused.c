@@ -43,7 +43,7 @@ struct operand {
     enum tr_fused_ref ref;
     int index;
     enum tr_dtype via;  /* rounded to this dtype first; NO_DTYPE: not */
-    char value[8];      /* CONST: the value in the compute dtype */
+    _Alignas(8) char value[8]; /* CONST: the value in the compute dtype */
     size_t slot;        /* CONST: its block; else where it is converted */
     size_t via_slot;
 };
@@ -333,6 +333,10 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
         }
     }
     p->src.scratch = slot;
+    /* what tr_fused_scratch_bytes declares, from the chain alone */
+    TR_RETURN_ERROR_IF(slot != tr__fused_scratch(chain), TR_ERR_STATE,
+                       "fused chain: %zu bytes of scratch, %zu declared", slot,
+                       tr__fused_scratch(chain));
     return TR_OK;
 }
 
