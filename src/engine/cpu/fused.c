@@ -342,25 +342,32 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
 
 /* ------------------------------------------------------------- running */
 
-/* A chain without a tail: the last step's values straight into y. */
-static tr_status run_into(const struct plan *p, struct tr_tensor *y)
+/* A chain without a tail: the last step's values straight into ydata
+ * (compact), or, when store is not NULL, through each thread's stage into
+ * store (each thread's blocks follow one another, so a stage fills with
+ * one run). */
+static tr_status run_into(const struct plan *p, char *ydata, const struct tr__store *store)
 {
-    bool flags[TR_MAX_DIMS];
-    int64_t total = tr_tensor_numel(y), blocks = (total + FUSED_BLOCK - 1) / FUSED_BLOCK;
-    int64_t size = (int64_t)tr_dtype_size(y->dtype);
-    char *ydata = tr_tensor_data_mut(y);
-    bool failed = false;
+    bool flags[TR_MAX_DIMS], failed = false;
+    int64_t total = 1, blocks, size = (int64_t)tr_dtype_size(p->src.dtype);
+    atomic_int store_error = 0;
 
+    for (int d = 0; d < p->src.ndim; d++)
+        total *= p->src.shape[d];
     if (total == 0)
         return TR_OK;
+    blocks = (total + FUSED_BLOCK - 1) / FUSED_BLOCK;
     for (int d = 0; d < TR_MAX_DIMS; d++)
         flags[d] = true;
     TR_FORWARD_IF_ERROR(p->src.bind(&p->src, flags));
 #pragma omp parallel if (total > PARALLEL_ELEMENTS)
     {
         void *scratch = tr__source_scratch(&p->src);
+        struct tr__stage stage = {0};
 
-        if (!scratch) {
+        if (store)
+            tr__stage_init(&stage, store, TR__STAGE_BYTES);
+        if (!scratch || (store && !stage.buf)) {
 #pragma omp atomic write
             failed = true;
         }
@@ -368,13 +375,34 @@ static tr_status run_into(const struct plan *p, struct tr_tensor *y)
         for (int64_t b = 0; b < blocks; b++) {
             int64_t first = b * FUSED_BLOCK;
             int64_t n = total - first < FUSED_BLOCK ? total - first : FUSED_BLOCK;
-            if (scratch)
-                eval_block(p, scratch, 0, first, n, ydata + first * size, y->dtype);
+            char *dst;
+            if (!scratch || (store && (!stage.buf || stage.err)))
+                continue;
+            dst = store ? tr__stage_place(&stage, (uint64_t)(first * size), (uint64_t)(n * size))
+                        : ydata + first * size;
+            eval_block(p, scratch, 0, first, n, dst, p->src.dtype);
         }
+        tr__stage_finish(&stage, &store_error);
         free(scratch);
     }
     TR_RETURN_ERROR_IF(failed, TR_ERR_OOM, "fused chain: out of memory for a thread's scratch");
+    if (atomic_load(&store_error))
+        return tr__store_failed(store, atomic_load(&store_error));
     return TR_OK;
+}
+
+tr_status tr__fused_cpu_stream(const struct tr_fused *chain, struct tr_tensor *const *inputs,
+                               const struct tr__store *store)
+{
+    struct plan *p = malloc(sizeof *p);
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(!p, TR_ERR_OOM, "fused chain: out of memory");
+    s = plan_init(p, chain, inputs);
+    if (s == TR_OK)
+        s = run_into(p, NULL, store);
+    free(p);
+    return s;
 }
 
 tr_status tr__fused_cpu_run(const struct tr_fused *chain, struct tr_tensor *const *inputs,
@@ -386,7 +414,7 @@ tr_status tr__fused_cpu_run(const struct tr_fused *chain, struct tr_tensor *cons
     TR_RETURN_ERROR_IF(!p, TR_ERR_OOM, "fused chain: out of memory");
     s = plan_init(p, chain, inputs);
     if (s == TR_OK && !chain->has_tail) {
-        s = run_into(p, y);
+        s = run_into(p, tr_tensor_data_mut(y), NULL);
     } else if (s == TR_OK) {
         const struct tr__op *op = tr__op_of(tr_op_get(chain->tail.op));
         struct tr_arg args[TR_OP_MAX_PARAMS];
