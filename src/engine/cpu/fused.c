@@ -37,6 +37,7 @@ struct input {
     int64_t strides[TR_MAX_DIMS]; /* in bytes, broadcast to the chain's shape */
     struct tr__iter kept, walk;   /* set by bind */
     size_t slot;
+    bool used;                    /* by a step (not only by the tail) */
 };
 
 struct operand {
@@ -138,6 +139,8 @@ static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t f
     for (int k = 0; k < p->ninputs; k++) {
         const struct input *in = &p->in[k];
         int64_t off[TR__ITER_MAX_OPS];
+        if (!in->used)
+            continue;
         tr__iter_offsets(&in->kept, o, off);
         inputs[k] = tr__walk_block(&in->walk, in->base + off[0], in->dtype, first, n,
                                    scratch + in->slot, in->dtype);
@@ -318,6 +321,8 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
             o->ref = a->ref;
             o->index = a->index;
             o->via = NO_DTYPE;
+            if (a->ref == TR_FUSED_INPUT)
+                p->in[a->index].used = true;
             if (a->ref == TR_FUSED_CONST) {
                 TR_FORWARD_IF_ERROR(constant_value(&args[st->d.param[i]], st->d.prep[i],
                                                    st->result, st->d.in_compute, o->value));
