@@ -192,6 +192,22 @@ static bool dest_fits(const struct tr_tensor *d, const struct tr_value *out)
            tr__is_contiguous(d->ndim, d->shape, d->strides);
 }
 
+/* The descriptions of a run's inputs, which must be live CPU tensors. */
+static tr_status input_values(const struct tr_fused *chain, struct tr_tensor *const *inputs,
+                              struct tr_value *values)
+{
+    TR_RETURN_ERROR_IF(chain->ninputs < 0 || chain->ninputs > TR_FUSED_MAX_INPUTS,
+                       TR_ERR_INVALID, "fused chain: %d inputs (0 to %d)", chain->ninputs,
+                       TR_FUSED_MAX_INPUTS);
+    for (int i = 0; i < chain->ninputs; i++) {
+        TR_FORWARD_IF_ERROR(tr__check(inputs[i], "fused chain"));
+        TR_RETURN_ERROR_IF(inputs[i]->storage->device.kind != TR_DEV_CPU, TR_ERR_DEVICE,
+                           "fused chain: input %d is not on the CPU", i);
+        values[i] = tr_value_of(inputs[i]);
+    }
+    return TR_OK;
+}
+
 tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *inputs,
                        struct tr_tensor *dest, struct tr_tensor **result)
 {
@@ -202,15 +218,7 @@ tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *in
 
     TR_RETURN_ERROR_IF(!chain || !result, TR_ERR_INVALID, "fused chain: NULL argument");
     *result = NULL;
-    TR_RETURN_ERROR_IF(chain->ninputs < 0 || chain->ninputs > TR_FUSED_MAX_INPUTS,
-                       TR_ERR_INVALID, "fused chain: %d inputs (0 to %d)", chain->ninputs,
-                       TR_FUSED_MAX_INPUTS);
-    for (int i = 0; i < chain->ninputs; i++) {
-        TR_FORWARD_IF_ERROR(tr__check(inputs[i], "fused chain"));
-        TR_RETURN_ERROR_IF(inputs[i]->storage->device.kind != TR_DEV_CPU, TR_ERR_DEVICE,
-                           "fused chain: input %d is not on the CPU", i);
-        values[i] = tr_value_of(inputs[i]);
-    }
+    TR_FORWARD_IF_ERROR(input_values(chain, inputs, values));
     checked = malloc(sizeof *checked);
     TR_RETURN_ERROR_IF(!checked, TR_ERR_OOM, "fused chain: out of memory");
     *checked = *chain;
@@ -236,4 +244,30 @@ tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *in
     }
     *result = y;
     return TR_OK;
+}
+
+tr_status tr_fused_run_sink(const struct tr_fused *chain, struct tr_tensor *const *inputs,
+                            const struct tr_fused_sink *sink)
+{
+    struct tr_value values[TR_FUSED_MAX_INPUTS];
+    struct tr__store store;
+    struct tr_fused *checked;
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(!chain || !sink || !sink->store, TR_ERR_INVALID,
+                       "fused chain: NULL argument");
+    TR_RETURN_ERROR_IF(chain->has_tail, TR_ERR_INVALID,
+                       "fused chain: only a chain without a tail can go to a sink");
+    TR_FORWARD_IF_ERROR(input_values(chain, inputs, values));
+    checked = malloc(sizeof *checked);
+    TR_RETURN_ERROR_IF(!checked, TR_ERR_OOM, "fused chain: out of memory");
+    *checked = *chain;
+    s = tr_fused_check(checked, values, NULL, NULL);
+    store.fn = sink->store;
+    store.ctx = sink->ctx;
+    store.name = "fused chain";
+    if (s == TR_OK)
+        s = tr__fused_cpu_stream(checked, inputs, &store);
+    free(checked);
+    return s;
 }

@@ -6,8 +6,10 @@
  * one by one through tr_op_run, with 1 and with 2 threads; and the pool's
  * statistics of each fused run: the result is its only allocation.
  */
+#include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -448,6 +450,55 @@ static void describe(const struct gen *g, char *buf, size_t size)
                                            : c->steps[c->nsteps - 1].result.dtype));
 }
 
+/* A sink into host memory that counts what it is given. */
+struct capture {
+    char *buf;
+    size_t size;
+    atomic_size_t stored;
+    atomic_bool outside;
+    int fail; /* an errno to return, or 0 */
+};
+
+static int capture_store(void *ctx, uint64_t offset, const void *src, size_t n)
+{
+    struct capture *c = ctx;
+
+    if (c->fail)
+        return c->fail;
+    if (offset > c->size || n > c->size - offset) {
+        atomic_store(&c->outside, true);
+        return 0;
+    }
+    memcpy(c->buf + offset, src, n);
+    atomic_fetch_add(&c->stored, n);
+    return 0;
+}
+
+/* A chain without a tail through a sink: the bits of want, every byte
+ * stored once, nothing from the pool. */
+static void test_sink(struct gen *g, const struct tr_tensor *want, int number)
+{
+    struct tr_memory_stats before, after;
+    struct tr_fused_sink sink = {capture_store, NULL};
+    struct capture c;
+    size_t n;
+    char *bytes = bytes_of(want, &n);
+    tr_status s;
+
+    memset(&c, 0, sizeof c);
+    c.size = n;
+    c.buf = calloc(n ? n : 1, 1);
+    sink.ctx = &c;
+    tr_memory_stats(TR_CPU, &before);
+    s = tr_fused_run_sink(&g->chain, g->inputs, &sink);
+    tr_memory_stats(TR_CPU, &after);
+    ok(s == TR_OK && bytes && atomic_load(&c.stored) == n && !atomic_load(&c.outside) &&
+           memcmp(c.buf, bytes, n) == 0 && after.alloc_count == before.alloc_count,
+       "chain %d: through a sink, every byte once, the same bits, no allocation", number);
+    free(c.buf);
+    free(bytes);
+}
+
 /* One chain: fused with 1 and 2 threads against unfused, and the pool. */
 static bool test_chain(struct gen *g, int number)
 {
@@ -455,7 +506,9 @@ static bool test_chain(struct gen *g, int number)
     struct tr_tensor *want, *got1 = NULL, *got2 = NULL, *dest = NULL;
     struct tr_value out;
     uint64_t bytes, block;
-    bool into = !g->chain.has_tail && number % 4 == 1;
+    /* the chains without a tail take turns: the pool, caller memory, a sink */
+    int turn = number / (NTAILS + 1) % 3;
+    bool into = !g->chain.has_tail && turn == 1;
     char what[512];
 
     tr_set_num_threads(1);
@@ -489,6 +542,8 @@ static bool test_chain(struct gen *g, int number)
     if (tr_fused_run(&g->chain, g->inputs, NULL, &got2) != TR_OK)
         diag("chain %d: %s", number, tr_last_error());
     ok(same(want, got2), "chain %d, 2 threads: the same bits", number);
+    if (!g->chain.has_tail && turn == 2)
+        test_sink(g, want, number);
     tr_release(want);
     tr_release(got1);
     tr_release(got2);
@@ -521,11 +576,12 @@ static void test_checks(void)
 {
     int64_t shape[1] = {5};
     struct tr_tensor *x = make_input(TR_DTYPE_I32, 1, shape, 0);
-    struct tr_value v = tr_value_of(x), args[3], result;
+    struct tr_value v = tr_value_of(x), args[TR_OP_MAX_PARAMS], result;
     struct tr_fused chain;
     struct tr_tensor *y = NULL;
     int bad;
 
+    memset(args, 0, sizeof args); /* None for the parameters not given */
     memset(&chain, 0, sizeof chain);
     chain.ninputs = 1;
     chain.nsteps = 2;
@@ -576,6 +632,21 @@ static void test_checks(void)
        "softmax and argmax can be tails");
     ok(!tr_fused_can_tail(TR_OP_TOPK, args, &v), "topk cannot");
 
+    /* a sink that fails, and a chain with a tail, which cannot go to one */
+    {
+        struct capture c;
+        struct tr_fused_sink sink = {capture_store, &c};
+        memset(&c, 0, sizeof c);
+        c.fail = ENOSPC;
+        chain.has_tail = false;
+        is_int(tr_fused_run_sink(&chain, &x, &sink), TR_ERR_IO, "a failing store is TR_ERR_IO");
+        ok(strstr(tr_last_error(), strerror(ENOSPC)) != NULL, "naming the errno: %s",
+           tr_last_error());
+        chain.has_tail = true;
+        is_int(tr_fused_run_sink(&chain, &x, &sink), TR_ERR_INVALID,
+               "a chain with a tail cannot go to a sink");
+    }
+
     /* a destination that does not fit */
     y = tr_empty(TR_DTYPE_F64, 0, NULL, TR_CPU);
     {
@@ -619,6 +690,13 @@ static void test_the_example(void)
     is_int(after.peak_active_bytes - before.active_bytes, tr_memory_block_size(4),
            "its peak is one 4-byte result's block, not 4 MiB");
     tr_release(r);
+    tr_release(want);
+    /* x * 2.0 + 1.0 itself, 4 MiB in 256 blocks, through a sink by two
+     * threads */
+    g.chain.has_tail = false;
+    want = run_unfused(&g);
+    omp_set_num_threads(2);
+    test_sink(&g, want, -1);
     tr_release(want);
     tr_release(x);
 }

@@ -37,13 +37,14 @@ struct input {
     int64_t strides[TR_MAX_DIMS]; /* in bytes, broadcast to the chain's shape */
     struct tr__iter kept, walk;   /* set by bind */
     size_t slot;
+    bool used;                    /* by a step (not only by the tail) */
 };
 
 struct operand {
     enum tr_fused_ref ref;
     int index;
     enum tr_dtype via;  /* rounded to this dtype first; NO_DTYPE: not */
-    char value[8];      /* CONST: the value in the compute dtype */
+    _Alignas(8) char value[8]; /* CONST: the value in the compute dtype */
     size_t slot;        /* CONST: its block; else where it is converted */
     size_t via_slot;
 };
@@ -138,6 +139,8 @@ static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t f
     for (int k = 0; k < p->ninputs; k++) {
         const struct input *in = &p->in[k];
         int64_t off[TR__ITER_MAX_OPS];
+        if (!in->used)
+            continue;
         tr__iter_offsets(&in->kept, o, off);
         inputs[k] = tr__walk_block(&in->walk, in->base + off[0], in->dtype, first, n,
                                    scratch + in->slot, in->dtype);
@@ -318,6 +321,8 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
             o->ref = a->ref;
             o->index = a->index;
             o->via = NO_DTYPE;
+            if (a->ref == TR_FUSED_INPUT)
+                p->in[a->index].used = true;
             if (a->ref == TR_FUSED_CONST) {
                 TR_FORWARD_IF_ERROR(constant_value(&args[st->d.param[i]], st->d.prep[i],
                                                    st->result, st->d.in_compute, o->value));
@@ -333,30 +338,41 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
         }
     }
     p->src.scratch = slot;
+    /* what tr_fused_scratch_bytes declares, from the chain alone */
+    TR_RETURN_ERROR_IF(slot != tr__fused_scratch(chain), TR_ERR_STATE,
+                       "fused chain: %zu bytes of scratch, %zu declared", slot,
+                       tr__fused_scratch(chain));
     return TR_OK;
 }
 
 /* ------------------------------------------------------------- running */
 
-/* A chain without a tail: the last step's values straight into y. */
-static tr_status run_into(const struct plan *p, struct tr_tensor *y)
+/* A chain without a tail: the last step's values straight into ydata
+ * (compact), or, when store is not NULL, through each thread's stage into
+ * store (each thread's blocks follow one another, so a stage fills with
+ * one run). */
+static tr_status run_into(const struct plan *p, char *ydata, const struct tr__store *store)
 {
-    bool flags[TR_MAX_DIMS];
-    int64_t total = tr_tensor_numel(y), blocks = (total + FUSED_BLOCK - 1) / FUSED_BLOCK;
-    int64_t size = (int64_t)tr_dtype_size(y->dtype);
-    char *ydata = tr_tensor_data_mut(y);
-    bool failed = false;
+    bool flags[TR_MAX_DIMS], failed = false;
+    int64_t total = 1, blocks, size = (int64_t)tr_dtype_size(p->src.dtype);
+    atomic_int store_error = 0;
 
+    for (int d = 0; d < p->src.ndim; d++)
+        total *= p->src.shape[d];
     if (total == 0)
         return TR_OK;
+    blocks = (total + FUSED_BLOCK - 1) / FUSED_BLOCK;
     for (int d = 0; d < TR_MAX_DIMS; d++)
         flags[d] = true;
     TR_FORWARD_IF_ERROR(p->src.bind(&p->src, flags));
 #pragma omp parallel if (total > PARALLEL_ELEMENTS) num_threads(tr_num_threads())
     {
         void *scratch = tr__source_scratch(&p->src);
+        struct tr__stage stage = {0};
 
-        if (!scratch) {
+        if (store)
+            tr__stage_init(&stage, store, TR__STAGE_BYTES);
+        if (!scratch || (store && !stage.buf)) {
 #pragma omp atomic write
             failed = true;
         }
@@ -364,13 +380,34 @@ static tr_status run_into(const struct plan *p, struct tr_tensor *y)
         for (int64_t b = 0; b < blocks; b++) {
             int64_t first = b * FUSED_BLOCK;
             int64_t n = total - first < FUSED_BLOCK ? total - first : FUSED_BLOCK;
-            if (scratch)
-                eval_block(p, scratch, 0, first, n, ydata + first * size, y->dtype);
+            char *dst;
+            if (!scratch || (store && (!stage.buf || stage.err)))
+                continue;
+            dst = store ? tr__stage_place(&stage, (uint64_t)(first * size), (uint64_t)(n * size))
+                        : ydata + first * size;
+            eval_block(p, scratch, 0, first, n, dst, p->src.dtype);
         }
+        tr__stage_finish(&stage, &store_error);
         free(scratch);
     }
     TR_RETURN_ERROR_IF(failed, TR_ERR_OOM, "fused chain: out of memory for a thread's scratch");
+    if (atomic_load(&store_error))
+        return tr__store_failed(store, atomic_load(&store_error));
     return TR_OK;
+}
+
+tr_status tr__fused_cpu_stream(const struct tr_fused *chain, struct tr_tensor *const *inputs,
+                               const struct tr__store *store)
+{
+    struct plan *p = malloc(sizeof *p);
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(!p, TR_ERR_OOM, "fused chain: out of memory");
+    s = plan_init(p, chain, inputs);
+    if (s == TR_OK)
+        s = run_into(p, NULL, store);
+    free(p);
+    return s;
 }
 
 tr_status tr__fused_cpu_run(const struct tr_fused *chain, struct tr_tensor *const *inputs,
@@ -382,7 +419,7 @@ tr_status tr__fused_cpu_run(const struct tr_fused *chain, struct tr_tensor *cons
     TR_RETURN_ERROR_IF(!p, TR_ERR_OOM, "fused chain: out of memory");
     s = plan_init(p, chain, inputs);
     if (s == TR_OK && !chain->has_tail) {
-        s = run_into(p, y);
+        s = run_into(p, tr_tensor_data_mut(y), NULL);
     } else if (s == TR_OK) {
         const struct tr__op *op = tr__op_of(tr_op_get(chain->tail.op));
         struct tr_arg args[TR_OP_MAX_PARAMS];

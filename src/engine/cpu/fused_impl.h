@@ -96,5 +96,8 @@ size_t tr__fused_scratch(const struct tr_fused *chain);
  * result's memory (compact, of the result's dtype and shape). */
 tr_status tr__fused_cpu_run(const struct tr_fused *chain, struct tr_tensor *const *inputs,
                             struct tr_tensor *y);
+/* Runs chain (checked, no tail) on inputs into store. */
+tr_status tr__fused_cpu_stream(const struct tr_fused *chain, struct tr_tensor *const *inputs,
+                               const struct tr__store *store);
 
 #endif /* TR_CPU_FUSED_IMPL_H */
