@@ -247,7 +247,7 @@ tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *in
 }
 
 tr_status tr_fused_run_sink(const struct tr_fused *chain, struct tr_tensor *const *inputs,
-                            const struct tr_fused_sink *sink)
+                            const struct tr_sink *sink)
 {
     struct tr_value values[TR_FUSED_MAX_INPUTS];
     struct tr__store store;

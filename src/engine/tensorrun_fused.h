@@ -121,25 +121,16 @@ tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *in
                        struct tr_tensor *dest, struct tr_tensor **result);
 
 /*
- * Where a chain without a tail may put its values instead of memory:
- * store(ctx, offset, src, n) takes n bytes of the result (C order, the
- * result's dtype) starting at byte offset, from any thread, in runs of at
- * most a thread's stage; it returns 0 or an errno, after which that
- * thread stores nothing more.
- */
-struct tr_fused_sink {
-    int (*store)(void *ctx, uint64_t offset, const void *src, size_t n);
-    void *ctx;
-};
-
-/*
  * Runs chain (no tail) on inputs as tr_fused_run does, handing every byte
- * of the result to sink: nothing of the result's size exists anywhere,
- * and the pool allocates nothing.  TR_ERR_INVALID for a chain with a
+ * of the result to sink->store (struct tr_sink, tensorrun_ops.h: n bytes
+ * of the result in C order at byte offset, from any thread, in runs of at
+ * most a thread's stage; 0 or an errno, after which that thread stores
+ * nothing more; sink->reserve is not called): nothing of the result's
+ * size exists anywhere, and the pool allocates nothing.  TR_ERR_INVALID for a chain with a
  * tail; TR_ERR_IO (with the errno's text) when a store fails.
  */
 tr_status tr_fused_run_sink(const struct tr_fused *chain, struct tr_tensor *const *inputs,
-                            const struct tr_fused_sink *sink);
+                            const struct tr_sink *sink);
 
 #ifdef __cplusplus
 }

@@ -479,7 +479,7 @@ static int capture_store(void *ctx, uint64_t offset, const void *src, size_t n)
 static void test_sink(struct gen *g, const struct tr_tensor *want, int number)
 {
     struct tr_memory_stats before, after;
-    struct tr_fused_sink sink = {capture_store, NULL};
+    struct tr_sink sink = {.store = capture_store};
     struct capture c;
     size_t n;
     char *bytes = bytes_of(want, &n);
@@ -635,7 +635,7 @@ static void test_checks(void)
     /* a sink that fails, and a chain with a tail, which cannot go to one */
     {
         struct capture c;
-        struct tr_fused_sink sink = {capture_store, &c};
+        struct tr_sink sink = {.store = capture_store, .ctx = &c};
         memset(&c, 0, sizeof c);
         c.fail = ENOSPC;
         chain.has_tail = false;
@@ -695,7 +695,7 @@ static void test_the_example(void)
      * threads */
     g.chain.has_tail = false;
     want = run_unfused(&g);
-    omp_set_num_threads(2);
+    tr_set_num_threads(2);
     test_sink(&g, want, -1);
     tr_release(want);
     tr_release(x);
