@@ -384,17 +384,20 @@ static tr_status run_fused(struct exec *x, size_t at)
     for (int k = 0; k < in->nfinputs; k++)
         inputs[k] = x->tensors[in->finputs[k]];
     if (in->dest_group >= 0 && !in->chain->has_tail) {
-        /* streamed into the file: nothing of the result's size anywhere */
+        /* streamed into the file: nothing of the result's size anywhere
+         * (an empty result has no mapping: it is made as usual) */
         struct tio_output *file = x->files[in->dest_group].file;
         const struct value *v = &x->prog->values[in->results[0]];
         struct tr_sink sink = tio_output_sink(file);
         dest = tio_output_map(file, v->meta.dtype, v->meta.ndim, v->meta.shape);
-        s = dest ? tr_fused_run_sink(in->chain, inputs, &sink) : tr_last_status();
-        if (s == TR_OK)
-            x->tensors[in->results[0]] = dest; /* the file's, as a result streamed there */
-        else
-            tr_release(dest);
-        return s;
+        if (dest) {
+            s = tr_fused_run_sink(in->chain, inputs, &sink);
+            if (s == TR_OK)
+                x->tensors[in->results[0]] = dest; /* the file's, as if streamed there */
+            else
+                tr_release(dest);
+            return s;
+        }
     }
     if (in->dest_group >= 0) {
         const struct value *v = &x->prog->values[in->results[0]];

@@ -335,7 +335,6 @@ static bool emit_op(struct eval *ev, const struct expr *e, const struct tr_op_in
         id = new_value(ev, &meta, e, ORIGIN_RESULT, depends);
         if (id == VALUE_NONE)
             return false;
-        in = &ev->prog->instrs[ev->prog->ninstrs - 1]; /* new_value may not move it, but be sure */
         in->results[i] = id;
         results[i] = value_result(ev->prog, id, depends);
     }
@@ -863,7 +862,7 @@ bool lower_outputs(struct plan *plan)
     struct program *prog = plan->program;
     ptrdiff_t *after = calloc(p->noutputs ? p->noutputs : 1, sizeof *after);
     struct instr *old = prog->instrs;
-    size_t nold = prog->ninstrs, nprologue = prog->nprologue;
+    size_t nold = prog->ninstrs;
     size_t *moved = calloc(nold ? nold : 1, sizeof *moved);
     bool ok = after && moved;
 
@@ -943,7 +942,6 @@ bool lower_outputs(struct plan *plan)
             grp->write = prog->ninstrs - 1;
         }
     }
-    (void)nprologue;
     for (size_t g = 0; ok && g < prog->ngroups; g++) {
         struct output_group *grp = &prog->groups[g];
         const struct output *out = &p->outputs[grp->members[0]];

@@ -70,3 +70,11 @@ for line in open("stats.jsonl"):
     [ "$status" -eq 0 ]
     [[ "$output" == *"# 210 generated chains, 0 failures"* ]]
 }
+
+@test "an empty chain into its file is made as usual (an empty result has no mapping)" {
+    "$PY" -c 'import numpy as np; np.save("e.npy", np.zeros((0, 3), "<f4"))'
+    run_tensorrun 0 eval 'x = cast(x, bf16); r = isnan(x)' -i x=e.npy -o r=r.npy
+    "$PY" -c 'import numpy as np; r = np.load("r.npy"); assert r.shape == (0, 3) and r.dtype == bool, r'
+    run_tensorrun 0 eval 'r = exp(x * 2) + 1' -i x=e.npy -o r=r.npy
+    "$PY" -c 'import numpy as np; r = np.load("r.npy"); assert r.shape == (0, 3) and r.dtype == np.float32, r'
+}
