@@ -861,10 +861,9 @@ bool lower_outputs(struct plan *plan)
     struct pipeline *p = plan->pipeline;
     struct program *prog = plan->program;
     ptrdiff_t *after = calloc(p->noutputs ? p->noutputs : 1, sizeof *after);
-    struct instr *old = prog->instrs;
-    size_t nold = prog->ninstrs;
-    size_t *moved = calloc(nold ? nold : 1, sizeof *moved);
-    bool ok = after && moved;
+    struct instr *old;
+    size_t nold;
+    bool ok = after != NULL;
 
     prog->finals = program_alloc(prog, (p->noutputs + 1) * sizeof *prog->finals);
     ok = ok && prog->finals;
@@ -906,19 +905,11 @@ bool lower_outputs(struct plan *plan)
             after[g - prog->groups] = at;
     }
     /* the instructions again, each group's write in its place */
-    prog->instrs = NULL;
-    prog->ninstrs = prog->instrs_cap = prog->nprologue = 0;
-    for (size_t s = 0; s < prog->nstages; s++)
-        prog->stages[s].count = prog->stages[s].first = 0;
+    old = program_take_instrs(prog, &nold);
     for (ptrdiff_t i = -1; ok && i < (ptrdiff_t)nold; i++) {
-        if (i >= 0) {
-            struct instr *in = program_add_instr(prog, old[i].stage, old[i].kind);
-            if (!in) {
-                ok = false;
-                break;
-            }
-            *in = old[i];
-            moved[i] = prog->ninstrs - 1;
+        if (i >= 0 && !program_append(prog, &old[i])) {
+            ok = false;
+            break;
         }
         for (size_t g = 0; g < prog->ngroups && ok; g++) {
             struct output_group *grp = &prog->groups[g];
@@ -951,11 +942,7 @@ bool lower_outputs(struct plan *plan)
                         v->meta.kind == TR_VALUE_TENSOR &&
                         (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype);
     }
-    for (size_t v = 0; ok && v < prog->nvalues; v++)
-        if (prog->values[v].origin == ORIGIN_RESULT)
-            prog->values[v].def = moved[prog->values[v].def];
     free(old);
     free(after);
-    free(moved);
     return ok;
 }

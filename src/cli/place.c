@@ -117,12 +117,12 @@ static bool any_device(const struct program *prog)
 bool place_transfers(struct program *prog)
 {
     struct mover mv = {.prog = prog, .nvalues = prog->nvalues, .stage = -2, .ok = true};
-    size_t nold = prog->ninstrs, *where;
+    size_t nold, *where;
     struct instr *old;
 
     if (!any_device(prog))
         return true;
-    where = calloc(nold + 1, sizeof *where);
+    where = calloc(prog->ninstrs + 1, sizeof *where);
     mv.to_stage = calloc(mv.nvalues + 1, sizeof *mv.to_stage);
     mv.to_cpu = calloc(mv.nvalues + 1, sizeof *mv.to_cpu);
     if (!where || !mv.to_stage || !mv.to_cpu) {
@@ -131,15 +131,10 @@ bool place_transfers(struct program *prog)
         free(mv.to_cpu);
         return false;
     }
-    old = prog->instrs;
-    prog->instrs = NULL;
-    prog->ninstrs = prog->instrs_cap = prog->nprologue = 0;
-    for (size_t s = 0; s < prog->nstages; s++)
-        prog->stages[s].count = prog->stages[s].first = 0;
+    old = program_take_instrs(prog, &nold);
     for (size_t i = 0; i < nold && mv.ok; i++) {
         struct instr in = old[i];
         struct tr_device here = in.stage >= 0 ? prog->stages[in.stage].device : TR_CPU;
-        struct instr *copy;
         if (in.stage != mv.stage) {
             /* a new stage: nothing is on its device yet */
             mv.stage = in.stage;
@@ -167,15 +162,11 @@ bool place_transfers(struct program *prog)
                 in.finputs[k] = o.value;
             }
         }
-        copy = mv.ok ? program_add_instr(prog, in.stage, in.kind) : NULL;
-        if (!copy) {
+        if (!mv.ok || !program_append(prog, &in)) {
             mv.ok = false;
             break;
         }
-        *copy = in;
         where[i] = prog->ninstrs - 1;
-        for (int r = 0; r < in.nresults; r++)
-            prog->values[in.results[r]].def = prog->ninstrs - 1;
     }
     for (size_t g = 0; mv.ok && g < prog->ngroups; g++)
         prog->groups[g].write = where[prog->groups[g].write];

@@ -122,6 +122,30 @@ struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind
     return in;
 }
 
+struct instr *program_take_instrs(struct program *prog, size_t *n)
+{
+    struct instr *old = prog->instrs;
+
+    *n = prog->ninstrs;
+    prog->instrs = NULL;
+    prog->ninstrs = prog->instrs_cap = prog->nprologue = 0;
+    for (size_t s = 0; s < prog->nstages; s++)
+        prog->stages[s].count = prog->stages[s].first = 0;
+    return old;
+}
+
+struct instr *program_append(struct program *prog, const struct instr *in)
+{
+    struct instr *copy = program_add_instr(prog, in->stage, in->kind);
+
+    if (!copy)
+        return NULL;
+    *copy = *in;
+    for (int r = 0; r < in->nresults; r++)
+        prog->values[in->results[r]].def = prog->ninstrs - 1;
+    return copy;
+}
+
 void program_truncate(struct program *prog, size_t n, size_t v)
 {
     while (prog->ninstrs > n) {

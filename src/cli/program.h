@@ -165,6 +165,12 @@ uint32_t program_add_value(struct program *prog, const struct value *v);
  * before any stage has one); NULL when out of memory.  Instructions are
  * added stage by stage, in order. */
 struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind kind);
+/* For a pass that writes the instructions anew: takes them out of the
+ * program (*n of them; the caller frees the array), leaving every stage
+ * empty; program_append then adds a copy of an instruction in its stage,
+ * pointing its results' def at the copy (NULL when out of memory). */
+struct instr *program_take_instrs(struct program *prog, size_t *n);
+struct instr *program_append(struct program *prog, const struct instr *in);
 /* Drops the instructions from index n on and the values from v on (the
  * typing of a foreach stage's shorter last block). */
 void program_truncate(struct program *prog, size_t n, size_t v);

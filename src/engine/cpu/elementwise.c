@@ -133,6 +133,17 @@ static const struct loops unary_loops[TR_OP_COUNT] = {
     [TR_OP_LOGICAL_NOT] = {not_f32, not_f64, not_i64, not_u64},
 };
 
+/* The loops of unary op (gelu's by its approximate argument), or NULL. */
+static const struct loops *unary_loops_for(const struct tr__op *op, const struct tr_arg *args)
+{
+    static const struct loops gelu_none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
+    static const struct loops gelu_tanh = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
+
+    if (op->info.id == TR_OP_GELU)
+        return strcmp(args[1].value.string, "tanh") == 0 ? &gelu_tanh : &gelu_none;
+    return loops_of(unary_loops, op->info.id);
+}
+
 /* The unary ops: computed in the result's compute dtype, or for the
  * predicates in the input's, giving bool. */
 tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
@@ -157,13 +168,7 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
         return tr_last_status();
     in_compute = tr__compute_dtype(predicate ? x->dtype : out->dtype);
     out_compute = predicate ? TR_DTYPE_BOOL : in_compute;
-    if (op->info.id == TR_OP_GELU) {
-        static const struct loops none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
-        static const struct loops tanh_ = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
-        l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
-    } else {
-        l = loops_of(unary_loops, op->info.id);
-    }
+    l = unary_loops_for(op, args);
     fn = pick(l, in_compute);
     if (!fn) {
         tr_release(x);
@@ -511,13 +516,7 @@ bool tr__ew_describe(const struct tr__op *op, const struct tr_arg *args,
                                                     : out->dtype);
         d->out_compute = predicate ? TR_DTYPE_BOOL : d->in_compute;
         d->nin = 1;
-        if (op->info.id == TR_OP_GELU) {
-            static const struct loops none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
-            static const struct loops tanh_ = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
-            l = strcmp(args[1].value.string, "tanh") == 0 ? &tanh_ : &none;
-        } else {
-            l = loops_of(unary_loops, op->info.id);
-        }
+        l = unary_loops_for(op, args);
     } else if (op->kernel == tr__k_binary) {
         bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
         d->in_compute = operand_dtype(op, args, out);
