@@ -10,6 +10,7 @@
 
 #include "lower.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -806,7 +807,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
         return;
     }
     rows = over->meta.shape[0];
-    blocks = rows == 0 ? 0 : (rows + s->foreach_size - 1) / s->foreach_size;
+    blocks = rows / s->foreach_size + (rows % s->foreach_size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * s->foreach_size : 0);
     ps->foreach_blocks = blocks;
     lower_statements(plan, index, d, rows < s->foreach_size ? rows : s->foreach_size);
@@ -857,6 +858,59 @@ void lower_stage(struct plan *plan, int index, struct diag_list *d)
 /* Groups the file outputs by path and schedules each group's write right
  * after the instruction that makes the last of its members' final values
  * (before the first stage when they are inputs and constants only). */
+/* The stage of a write placed after an instruction of stage: a foreach
+ * block of a later stage without instructions is written in that one. */
+static int write_stage(const struct program *prog, const struct output_group *grp, int stage)
+{
+    for (size_t m = 0; m < grp->nmembers; m++) {
+        const struct value *v = &prog->values[prog->outputs[grp->members[m]]];
+        if (v->origin == ORIGIN_BUILTIN && v->stage > stage)
+            stage = v->stage;
+    }
+    return stage;
+}
+
+/* The writes of the groups placed after old instruction i (-1: before
+ * any), in stage order; false when out of memory. */
+static bool add_writes(struct program *prog, const struct instr *old, ptrdiff_t i,
+                       const ptrdiff_t *after)
+{
+    int want = i >= 0 ? old[i].stage : -1;
+
+    for (;;) {
+        int later = INT_MAX;
+        for (size_t g = 0; g < prog->ngroups; g++) {
+            struct output_group *grp = &prog->groups[g];
+            struct instr *w;
+            int stage;
+            if (after[g] != i)
+                continue;
+            stage = write_stage(prog, grp, i >= 0 ? old[i].stage : -1);
+            if (stage != want) {
+                if (stage > want && stage < later)
+                    later = stage;
+                continue;
+            }
+            w = program_add_instr(prog, stage, INSTR_WRITE);
+            if (!w || !(w->wargs = program_alloc(prog, grp->nmembers * sizeof *w->wargs)))
+                return false;
+            if (i >= 0) {
+                w->statement = old[i].statement;
+                w->line = old[i].line;
+                w->col = old[i].col;
+            }
+            w->group = g;
+            w->nwargs = grp->nmembers;
+            for (size_t m = 0; m < grp->nmembers; m++)
+                w->wargs[m] = prog->outputs[grp->members[m]];
+            grp->write = prog->ninstrs - 1;
+        }
+        if (later == INT_MAX)
+            return true;
+        want = later;
+    }
+}
+
 bool lower_outputs(struct plan *plan)
 {
     struct pipeline *p = plan->pipeline;
@@ -903,6 +957,12 @@ bool lower_outputs(struct plan *plan)
         g->members[g->nmembers++] = o;
         if (prog->values[id].origin == ORIGIN_RESULT)
             at = (ptrdiff_t)prog->values[id].def;
+        /* a foreach block (or chunk_start) is there once its stage has
+         * run: after the stage's last instruction, or an earlier one's */
+        if (prog->values[id].origin == ORIGIN_BUILTIN)
+            for (size_t i = 0; i < nold; i++)
+                if (prog->instrs[i].stage <= prog->values[id].stage)
+                    at = (ptrdiff_t)i;
         if (at > after[g - prog->groups])
             after[g - prog->groups] = at;
     }
@@ -921,27 +981,7 @@ bool lower_outputs(struct plan *plan)
             *in = old[i];
             moved[i] = prog->ninstrs - 1;
         }
-        for (size_t g = 0; g < prog->ngroups && ok; g++) {
-            struct output_group *grp = &prog->groups[g];
-            struct instr *w;
-            if (after[g] != i)
-                continue;
-            w = program_add_instr(prog, i >= 0 ? old[i].stage : -1, INSTR_WRITE);
-            if (!w || !(w->wargs = program_alloc(prog, grp->nmembers * sizeof *w->wargs))) {
-                ok = false;
-                break;
-            }
-            if (i >= 0) {
-                w->statement = old[i].statement;
-                w->line = old[i].line;
-                w->col = old[i].col;
-            }
-            w->group = g;
-            w->nwargs = grp->nmembers;
-            for (size_t m = 0; m < grp->nmembers; m++)
-                w->wargs[m] = prog->outputs[grp->members[m]];
-            grp->write = prog->ninstrs - 1;
-        }
+        ok = ok && add_writes(prog, old, i, after);
     }
     (void)nprologue;
     for (size_t g = 0; ok && g < prog->ngroups; g++) {

@@ -1256,7 +1256,7 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
 {
     struct tr_value t = as_tensor(x);
     int64_t shape[TR_MAX_DIMS];
-    int consumed = 0, ellipses = 0, ndim = 0, d = 0;
+    int consumed = 0, ellipses = 0, ndim = 0, d = 0, ints = 0, nones = 0, last_none = 0;
 
     *bad = -1;
     for (size_t i = 0; i < n; i++) {
@@ -1264,6 +1264,11 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
             ellipses++;
         else if (subs[i].kind != TR_VALUE_NONE)
             consumed++;
+        if (subs[i].kind == TR_VALUE_NONE) {
+            nones++;
+            last_none = (int)i;
+        }
+        ints += subs[i].kind == TR_VALUE_INT;
     }
     if (ellipses > 1) {
         *bad = 0;
@@ -1273,6 +1278,11 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
         *bad = (int)n - 1;
         return tr_set_error(TR_ERR_INDEX, "too many indices (%d) for a tensor of %d dimension%s",
                             consumed, t.ndim, t.ndim == 1 ? "" : "s");
+    }
+    /* the dimensions after the last None count too: x[None] of 8 is 9 */
+    if (t.ndim - ints + nones > TR_MAX_DIMS) {
+        *bad = last_none;
+        return tr_set_error(TR_ERR_SHAPE, "a tensor has at most %d dimensions", TR_MAX_DIMS);
     }
     for (size_t i = 0; i < n; i++) {
         const struct tr_value *s = &subs[i];

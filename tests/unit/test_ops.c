@@ -320,6 +320,20 @@ static void test_views(void)
     ok(tr_infer_index(&x, (struct tr_value[]){integer(0), integer(0), integer(0), integer(0)}, 4,
                       &r, &bad) == TR_ERR_INDEX,
        "too many indices: %s", tr_last_error());
+    /* regression (fuzz_pipeline): the dimensions after the last None
+     * were copied past TR_MAX_DIMS */
+    {
+        int64_t s7[7] = {1, 2, 3, 4, 5, 6, 7};
+        struct tr_value x7 = tensor(TR_DTYPE_F32, 7, s7);
+        struct tr_value nn[2] = {{.kind = TR_VALUE_NONE}, {.kind = TR_VALUE_NONE}};
+        ok(tr_infer_index(&x7, nn, 2, &r, &bad) == TR_ERR_SHAPE && bad == 1,
+           "x[None, None] of 7 dimensions is 9: %s", tr_last_error());
+        ok(tr_infer_index(&x7, nn, 1, &r, &bad) == TR_OK && r.ndim == 8,
+           "x[None] of 7 dimensions is 8");
+        nn[1] = integer(0);
+        ok(tr_infer_index(&x7, nn, 2, &r, &bad) == TR_OK && r.ndim == 7,
+           "x[None, 0] of 7 dimensions is 7");
+    }
 }
 
 int main(void)
