@@ -785,7 +785,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues);
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
-    int64_t rows, blocks, last;
+    int64_t rows, blocks, last, joined;
     size_t start = plan->nvalues, full_end, ninstrs, nvalues;
     uint32_t over_id, block_id;
     struct diag_list quiet;
@@ -831,8 +831,17 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             continue;
         if (v->meta.ndim == 0)
             continue; /* refused when kept: see check_keeps */
-        v->meta.shape[0] = v->meta.shape[0] * (blocks > 0 ? blocks - (last >= 0) : 0) +
-                           (last >= 0 && tail->meta.kind == TR_VALUE_TENSOR ? tail->meta.shape[0] : 0);
+        if (__builtin_mul_overflow(v->meta.shape[0], blocks > 0 ? blocks - (last >= 0) : 0,
+                                   &joined) ||
+            __builtin_add_overflow(joined, last >= 0 && tail->meta.kind == TR_VALUE_TENSOR
+                                             ? tail->meta.shape[0] : 0, &joined)) {
+            diag_error(d, v->line, v->col, NULL,
+                       "'%s' of the %lld blocks joined has more than %lld rows", v->name,
+                       (long long)blocks, (long long)INT64_MAX);
+            v->poisoned = true;
+            continue;
+        }
+        v->meta.shape[0] = joined;
         v->bytes = plan_tensor_bytes(&v->meta);
         if (v->value != VALUE_NONE && v->value < nvalues) {
             prog->values[v->value].joined = true;
