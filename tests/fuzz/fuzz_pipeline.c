@@ -151,9 +151,9 @@ static void check_read(uint32_t id, void *ctx)
     case ORIGIN_BUILTIN:
         /* a block, or chunk_start, read in its stage, or joined later */
         check(in->stage >= v->stage);
-        if (in->kind == INSTR_WRITE)
+        if (in->kind == INSTR_WRITE) /* once the blocks' stage has computed */
             for (size_t i = r->at + 1; i < prog->ninstrs; i++)
-                check(prog->instrs[i].stage > v->stage);
+                check(prog->instrs[i].stage > v->stage || prog->instrs[i].kind == INSTR_WRITE);
         break;
     default:
         break;
