@@ -662,7 +662,9 @@ static void call(struct bytes *b, struct text *t, const struct names *ns, int de
             put(t, "%s=", param->name);
             argument(b, t, ns, param, depth);
         } else {
-            put(t, "bogus=");
+            /* unknown, or a near miss of one */
+            static const char *const bogus[] = {"bogus", "dims", "keep_dim", "axis"};
+            put(t, "%s=", bogus[k % 4]);
             expr(b, t, ns, depth + 1);
         }
     }
@@ -756,6 +758,11 @@ static void expr(struct bytes *b, struct text *t, const struct names *ns, int de
         put(t, ")");
         break;
     }
+    case 10:
+        put(t, "numel(");
+        atom(b, t, ns);
+        put(t, ")");
+        break;
     default:
         atom(b, t, ns);
     }
@@ -931,6 +938,9 @@ static void structured(const uint8_t *data, size_t size)
     /* some outputs printed as text, as -e prints its last value */
     for (size_t o = 0; o < p->noutputs; o++)
         p->outputs[o].text_if_scalar = (next(&b) & 3) == 3;
+    /* and, as --print NAME, a name printed once the stages have run */
+    if ((next(&b) & 7) == 7)
+        p->print_name = next(&b) & 1 ? "v0" : "x0";
     plan_and_check(p, &diags, &src);
     pipeline_free(p);
     diag_free(&diags);

@@ -52,7 +52,7 @@ static void reset_headers(void)
     }
 }
 
-static struct pipeline *pipe_;
+static struct pipeline *loaded;
 
 static struct plan *plan_text(const char *text)
 {
@@ -63,14 +63,14 @@ static struct plan *plan_text(const char *text)
         exit(1);
     }
     diag_free(&diags);
-    pipeline_free(pipe_);
+    pipeline_free(loaded);
     diag_init(&diags, file, NULL, 0);
-    pipe_ = pipeline_load(file, NULL, &diags);
-    if (!pipe_ || diags.errors) {
+    loaded = pipeline_load(file, NULL, &diags);
+    if (!loaded || diags.errors) {
         printf("Bail out! the pipeline does not load\n");
         exit(1);
     }
-    return plan_build_from(pipe_, &diags, &src);
+    return plan_build_from(loaded, &diags, &src);
 }
 
 static int find(const char *part)
@@ -192,7 +192,7 @@ int main(void)
     test_headers();
     test_block_outputs();
     test_foreach_rows();
-    pipeline_free(pipe_);
+    pipeline_free(loaded);
     diag_free(&diags);
     unlink(file);
     return done_testing();
