@@ -336,11 +336,46 @@ static void test_views(void)
     }
 }
 
+/* Regressions (fuzz_pipeline): shapes whose element counts pass int64,
+ * as an empty tensor's view can have them, were multiplied or added in
+ * int64 without a check. */
+static void test_huge_shapes(void)
+{
+    const int64_t big = INT64_C(1) << 62;
+    int64_t s[3] = {big, big, 0}, s2[2] = {big, big};
+    struct tr_value empty = tensor(TR_DTYPE_F32, 3, s), full = tensor(TR_DTYPE_F32, 2, s2), r[2];
+    struct tr_value items[2], args[2];
+
+    args[0] = empty;
+    items[0] = integer(-1);
+    args[1] = (struct tr_value){.kind = TR_VALUE_LIST, .count = 1, .items = items};
+    ok(infer("reshape", args, 2, r) == TR_OK && shape_is(&r[0], 1, (int64_t[]){0}),
+       "reshape(x, [-1]) of an empty [2^62, 2^62, 0] is [0]");
+    args[0] = full;
+    ok(infer("reshape", args, 2, r) == TR_ERR_SHAPE, "reshape of [2^62, 2^62]: %s",
+       tr_last_error());
+    ok(infer("flatten", &empty, 1, r) == TR_OK && shape_is(&r[0], 1, (int64_t[]){0}),
+       "flatten of an empty [2^62, 2^62, 0] is [0]");
+    ok(infer("flatten", &full, 1, r) == TR_ERR_SHAPE, "flatten of [2^62, 2^62]: %s",
+       tr_last_error());
+    items[0] = full;
+    items[1] = full;
+    args[0] = (struct tr_value){.kind = TR_VALUE_LIST, .count = 2, .items = items};
+    args[1] = integer(0);
+    ok(infer("cat", args, 2, r) == TR_ERR_SHAPE, "cat of two [2^62, 2^62] along 0: %s",
+       tr_last_error());
+    args[1] = integer(1);
+    items[0] = items[1] = tensor(TR_DTYPE_F32, 2, (int64_t[]){2, big});
+    ok(infer("cat", args, 2, r) == TR_ERR_SHAPE, "cat of two [2, 2^62] along 1: %s",
+       tr_last_error());
+}
+
 int main(void)
 {
     test_table();
     test_promotion();
     test_shapes();
     test_views();
+    test_huge_shapes();
     return done_testing();
 }
