@@ -151,10 +151,20 @@ bool fold_attribute(const char *attr, const struct tr_value *tensor, struct tr_v
         out->kind = TR_VALUE_INT;
         out->integer = tensor->ndim;
     } else if (strcmp(attr, "numel") == 0) {
+        /* a view of an empty tensor (x.T of [0, 2^62, 2^62]) can have
+         * sizes whose product, taken in order, passes int64 */
         out->kind = TR_VALUE_INT;
+        out->integer = 0;
+        for (int i = 0; i < tensor->ndim; i++)
+            if (tensor->shape[i] == 0)
+                return true;
         out->integer = 1;
         for (int i = 0; i < tensor->ndim; i++)
-            out->integer *= tensor->shape[i]; /* a tensor's size fits: it was checked */
+            if (__builtin_mul_overflow(out->integer, tensor->shape[i], &out->integer)) {
+                tr_set_error(TR_ERR_SHAPE, "numel: the tensor has more than %" PRId64
+                             " elements", INT64_MAX);
+                return false;
+            }
     } else if (strcmp(attr, "dtype") == 0) {
         out->kind = TR_VALUE_DTYPE;
         out->dtype = tensor->dtype;

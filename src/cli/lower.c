@@ -102,15 +102,18 @@ static struct instr *new_instr(struct eval *ev, enum instr_kind kind, const stru
 
 static struct result eval(struct eval *ev, const struct expr *e);
 
-/* x.shape, x.ndim, x.dtype or numel(x) of the tensor r: a constant. */
-static struct result attribute(struct eval *ev, const char *attr, struct result r)
+/* x.shape, x.ndim, x.dtype or numel(x) (at e) of the tensor r: a constant. */
+static struct result attribute(struct eval *ev, const char *attr, struct result r,
+                               const struct expr *e)
 {
     struct tr_value *items = program_alloc(ev->prog, TR_MAX_DIMS * sizeof *items);
     struct tr_value tensor = r.o.meta, v;
     bool depends = r.depends;
 
-    if (!items || !fold_attribute(attr, &tensor, &v, items))
+    if (!items || !fold_attribute(attr, &tensor, &v, items)) {
+        diag_error(ev->d, e->line, e->col, NULL, "%s", items ? tr_last_error() : "out of memory");
         return failed();
+    }
     r = constant(v);
     r.depends = depends; /* x.shape[0] of a foreach block */
     return r;
@@ -361,7 +364,7 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
             return false;
         }
         *n = 1;
-        results[0] = attribute(ev, "numel", x);
+        results[0] = attribute(ev, "numel", x, e);
         return !results[0].failed;
     }
     if (!op) {
@@ -652,7 +655,7 @@ static struct result eval(struct eval *ev, const struct expr *e)
             return r;
         if (r.o.meta.kind == TR_VALUE_TENSOR && strcmp(e->v.name, "T") != 0 &&
             strcmp(e->v.name, "mT") != 0)
-            return attribute(ev, e->v.name, r);
+            return attribute(ev, e->v.name, r, e);
         if (r.o.meta.kind != TR_VALUE_TENSOR) {
             diag_error(ev->d, e->line, e->col, NULL,
                        "only a tensor has .T, .mT, .shape, .ndim and .dtype");

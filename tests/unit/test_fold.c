@@ -101,5 +101,19 @@ int main(void)
     ok(fold2("matmul", integer(1), integer(2), &r) == FOLD_NO, "other ops are not folded");
     ok(fold2("add", (struct tr_value){.kind = TR_VALUE_TENSOR}, integer(2), &r) == FOLD_NO,
        "a tensor is not folded");
+    /* regression (fuzz_pipeline): numel of a view of an empty tensor, whose
+     * sizes taken in order pass int64 */
+    {
+        struct tr_value t = {.kind = TR_VALUE_TENSOR, .dtype = TR_DTYPE_F32, .ndim = 3}, items[8];
+        t.shape[0] = t.shape[1] = INT64_MAX;
+        t.shape[2] = 0;
+        ok(fold_attribute("numel", &t, &r, items) && integer_is(r, 0),
+           "numel of [INT64_MAX, INT64_MAX, 0] is 0");
+        t.shape[2] = 2;
+        ok(!fold_attribute("numel", &t, &r, items) && strstr(tr_last_error(), "more than"),
+           "numel past int64 is an error: %s", tr_last_error());
+        t.shape[0] = t.shape[1] = 3;
+        ok(fold_attribute("numel", &t, &r, items) && integer_is(r, 18), "numel of [3, 3, 2] is 18");
+    }
     return done_testing();
 }
