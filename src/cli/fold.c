@@ -212,8 +212,9 @@ enum fold_result fold_list_slice(int64_t n, int64_t start, int64_t stop, int64_t
     b = slice_bound(stop, n, step, false);
     *first = a;
     *by = step;
-    *count = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
-                      : (a > b ? (a - b + (-step) - 1) / -step : 0);
+    /* in uint64: b - a + step - 1 and -step pass int64 for steps near its ends */
+    *count = step > 0 ? (b > a ? (int64_t)((uint64_t)(b - a - 1) / (uint64_t)step) + 1 : 0)
+                      : (a > b ? (int64_t)((uint64_t)(a - b - 1) / -(uint64_t)step) + 1 : 0);
     return FOLD_OK;
 }
 

@@ -1264,7 +1264,9 @@ static int64_t slice_length(int64_t len, const struct tr_value *parts)
     }
     if (step > 0)
         return ends[1] > ends[0] ? (ends[1] - ends[0] - 1) / step + 1 : 0;
-    return ends[0] > ends[1] ? (ends[0] - ends[1] - 1) / (-step) + 1 : 0;
+    /* -step in uint64: a step of INT64_MIN has no int64 negation */
+    return ends[0] > ends[1] ? (int64_t)((uint64_t)(ends[0] - ends[1] - 1) / -(uint64_t)step) + 1
+                             : 0;
 }
 
 tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, size_t n,

@@ -115,5 +115,18 @@ int main(void)
         t.shape[0] = t.shape[1] = 3;
         ok(fold_attribute("numel", &t, &r, items) && integer_is(r, 18), "numel of [3, 3, 2] is 18");
     }
+    /* regression (fuzz_pipeline): steps at int64's ends */
+    {
+        int64_t first, by, count;
+        ok(fold_list_slice(8, TR_SLICE_NONE, TR_SLICE_NONE, INT64_MAX, &first, &by, &count) ==
+                   FOLD_OK && first == 0 && count == 1,
+           "[::INT64_MAX] of 8 items is the first");
+        ok(fold_list_slice(8, TR_SLICE_NONE, TR_SLICE_NONE, -INT64_MAX, &first, &by, &count) ==
+                   FOLD_OK && first == 7 && count == 1,
+           "[::-INT64_MAX] of 8 items is the last");
+        ok(fold_list_slice(8, 6, TR_SLICE_NONE, -2, &first, &by, &count) == FOLD_OK &&
+               first == 6 && count == 4,
+           "[6::-2] of 8 items is 4 of them");
+    }
     return done_testing();
 }

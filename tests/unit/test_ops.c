@@ -368,6 +368,19 @@ static void test_huge_shapes(void)
     items[0] = items[1] = tensor(TR_DTYPE_F32, 2, (int64_t[]){2, big});
     ok(infer("cat", args, 2, r) == TR_ERR_SHAPE, "cat of two [2, 2^62] along 1: %s",
        tr_last_error());
+    {
+        int64_t s1[1] = {8};
+        struct tr_value x = tensor(TR_DTYPE_F32, 1, s1), slice[3], sub;
+        int bad;
+        slice[0] = slice[1] = (struct tr_value){.kind = TR_VALUE_NONE};
+        slice[2] = integer(INT64_MIN);
+        sub = (struct tr_value){.kind = TR_VALUE_LIST, .count = 3, .items = slice};
+        ok(tr_infer_index(&x, &sub, 1, &r[0], &bad) == TR_OK && shape_is(&r[0], 1, (int64_t[]){1}),
+           "x[::INT64_MIN] of 8 is 1 long");
+        slice[2] = integer(INT64_MAX);
+        ok(tr_infer_index(&x, &sub, 1, &r[0], &bad) == TR_OK && shape_is(&r[0], 1, (int64_t[]){1}),
+           "x[::INT64_MAX] of 8 is 1 long");
+    }
 }
 
 int main(void)
