@@ -151,10 +151,20 @@ bool fold_attribute(const char *attr, const struct tr_value *tensor, struct tr_v
         out->kind = TR_VALUE_INT;
         out->integer = tensor->ndim;
     } else if (strcmp(attr, "numel") == 0) {
+        /* a view of an empty tensor (x.T of [0, 2^62, 2^62]) can have
+         * sizes whose product, taken in order, passes int64 */
         out->kind = TR_VALUE_INT;
+        out->integer = 0;
+        for (int i = 0; i < tensor->ndim; i++)
+            if (tensor->shape[i] == 0)
+                return true;
         out->integer = 1;
         for (int i = 0; i < tensor->ndim; i++)
-            out->integer *= tensor->shape[i]; /* a tensor's size fits: it was checked */
+            if (__builtin_mul_overflow(out->integer, tensor->shape[i], &out->integer)) {
+                tr_set_error(TR_ERR_SHAPE, "numel: the tensor has more than %" PRId64
+                             " elements", INT64_MAX);
+                return false;
+            }
     } else if (strcmp(attr, "dtype") == 0) {
         out->kind = TR_VALUE_DTYPE;
         out->dtype = tensor->dtype;
@@ -202,8 +212,9 @@ enum fold_result fold_list_slice(int64_t n, int64_t start, int64_t stop, int64_t
     b = slice_bound(stop, n, step, false);
     *first = a;
     *by = step;
-    *count = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
-                      : (a > b ? (a - b + (-step) - 1) / -step : 0);
+    /* in uint64: b - a + step - 1 and -step pass int64 for steps near its ends */
+    *count = step > 0 ? (b > a ? (int64_t)((uint64_t)(b - a - 1) / (uint64_t)step) + 1 : 0)
+                      : (a > b ? (int64_t)((uint64_t)(a - b - 1) / -(uint64_t)step) + 1 : 0);
     return FOLD_OK;
 }
 

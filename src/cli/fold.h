@@ -31,7 +31,8 @@ enum fold_result fold_constants(const char *op, const struct tr_value *args, int
  * What is known of a tensor before anything is computed, as constants:
  * attr "shape" (a list of integers, written to items, which has room for
  * TR_MAX_DIMS), "ndim", "dtype", and "numel" (numel(x)).  tensor is a
- * TR_VALUE_TENSOR; false when attr is none of these.
+ * TR_VALUE_TENSOR; false when attr is none of these, or (TR_ERR_SHAPE)
+ * when numel passes int64.
  */
 bool fold_attribute(const char *attr, const struct tr_value *tensor, struct tr_value *out,
                     struct tr_value *items);

@@ -10,6 +10,7 @@
 
 #include "lower.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,15 +102,18 @@ static struct instr *new_instr(struct eval *ev, enum instr_kind kind, const stru
 
 static struct result eval(struct eval *ev, const struct expr *e);
 
-/* x.shape, x.ndim, x.dtype or numel(x) of the tensor r: a constant. */
-static struct result attribute(struct eval *ev, const char *attr, struct result r)
+/* x.shape, x.ndim, x.dtype or numel(x) (at e) of the tensor r: a constant. */
+static struct result attribute(struct eval *ev, const char *attr, struct result r,
+                               const struct expr *e)
 {
     struct tr_value *items = program_alloc(ev->prog, TR_MAX_DIMS * sizeof *items);
     struct tr_value tensor = r.o.meta, v;
     bool depends = r.depends;
 
-    if (!items || !fold_attribute(attr, &tensor, &v, items))
+    if (!items || !fold_attribute(attr, &tensor, &v, items)) {
+        diag_error(ev->d, e->line, e->col, NULL, "%s", items ? tr_last_error() : "out of memory");
         return failed();
+    }
     r = constant(v);
     r.depends = depends; /* x.shape[0] of a foreach block */
     return r;
@@ -359,7 +363,7 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
             return false;
         }
         *n = 1;
-        results[0] = attribute(ev, "numel", x);
+        results[0] = attribute(ev, "numel", x, e);
         return !results[0].failed;
     }
     if (!op) {
@@ -650,7 +654,7 @@ static struct result eval(struct eval *ev, const struct expr *e)
             return r;
         if (r.o.meta.kind == TR_VALUE_TENSOR && strcmp(e->v.name, "T") != 0 &&
             strcmp(e->v.name, "mT") != 0)
-            return attribute(ev, e->v.name, r);
+            return attribute(ev, e->v.name, r, e);
         if (r.o.meta.kind != TR_VALUE_TENSOR) {
             diag_error(ev->d, e->line, e->col, NULL,
                        "only a tensor has .T, .mT, .shape, .ndim and .dtype");
@@ -783,7 +787,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues);
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
-    int64_t rows, blocks, last;
+    int64_t rows, blocks, last, joined;
     size_t start = plan->nvalues, full_end, ninstrs, nvalues;
     uint32_t over_id, block_id;
     struct diag_list quiet;
@@ -805,7 +809,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
         return;
     }
     rows = over->meta.shape[0];
-    blocks = rows == 0 ? 0 : (rows + s->foreach_size - 1) / s->foreach_size;
+    blocks = rows / s->foreach_size + (rows % s->foreach_size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * s->foreach_size : 0);
     ps->foreach_blocks = blocks;
     lower_statements(plan, index, d, rows < s->foreach_size ? rows : s->foreach_size);
@@ -829,8 +833,17 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             continue;
         if (v->meta.ndim == 0)
             continue; /* refused when kept: see check_keeps */
-        v->meta.shape[0] = v->meta.shape[0] * (blocks > 0 ? blocks - (last >= 0) : 0) +
-                           (last >= 0 && tail->meta.kind == TR_VALUE_TENSOR ? tail->meta.shape[0] : 0);
+        if (__builtin_mul_overflow(v->meta.shape[0], blocks > 0 ? blocks - (last >= 0) : 0,
+                                   &joined) ||
+            __builtin_add_overflow(joined, last >= 0 && tail->meta.kind == TR_VALUE_TENSOR
+                                             ? tail->meta.shape[0] : 0, &joined)) {
+            diag_error(d, v->line, v->col, NULL,
+                       "'%s' of the %lld blocks joined has more than %lld rows", v->name,
+                       (long long)blocks, (long long)INT64_MAX);
+            v->poisoned = true;
+            continue;
+        }
+        v->meta.shape[0] = joined;
         v->bytes = plan_tensor_bytes(&v->meta);
         if (v->value != VALUE_NONE && v->value < nvalues) {
             prog->values[v->value].joined = true;
@@ -856,6 +869,59 @@ void lower_stage(struct plan *plan, int index, struct diag_list *d)
 /* Groups the file outputs by path and schedules each group's write right
  * after the instruction that makes the last of its members' final values
  * (before the first stage when they are inputs and constants only). */
+/* The stage of a write placed after an instruction of stage: a foreach
+ * block of a later stage without instructions is written in that one. */
+static int write_stage(const struct program *prog, const struct output_group *grp, int stage)
+{
+    for (size_t m = 0; m < grp->nmembers; m++) {
+        const struct value *v = &prog->values[prog->outputs[grp->members[m]]];
+        if (v->origin == ORIGIN_BUILTIN && v->stage > stage)
+            stage = v->stage;
+    }
+    return stage;
+}
+
+/* The writes of the groups placed after old instruction i (-1: before
+ * any), in stage order; false when out of memory. */
+static bool add_writes(struct program *prog, const struct instr *old, ptrdiff_t i,
+                       const ptrdiff_t *after)
+{
+    int want = i >= 0 ? old[i].stage : -1;
+
+    for (;;) {
+        int later = INT_MAX;
+        for (size_t g = 0; g < prog->ngroups; g++) {
+            struct output_group *grp = &prog->groups[g];
+            struct instr *w;
+            int stage;
+            if (after[g] != i)
+                continue;
+            stage = write_stage(prog, grp, i >= 0 ? old[i].stage : -1);
+            if (stage != want) {
+                if (stage > want && stage < later)
+                    later = stage;
+                continue;
+            }
+            w = program_add_instr(prog, stage, INSTR_WRITE);
+            if (!w || !(w->wargs = program_alloc(prog, grp->nmembers * sizeof *w->wargs)))
+                return false;
+            if (i >= 0) {
+                w->statement = old[i].statement;
+                w->line = old[i].line;
+                w->col = old[i].col;
+            }
+            w->group = g;
+            w->nwargs = grp->nmembers;
+            for (size_t m = 0; m < grp->nmembers; m++)
+                w->wargs[m] = prog->outputs[grp->members[m]];
+            grp->write = prog->ninstrs - 1;
+        }
+        if (later == INT_MAX)
+            return true;
+        want = later;
+    }
+}
+
 bool lower_outputs(struct plan *plan)
 {
     struct pipeline *p = plan->pipeline;
@@ -901,6 +967,12 @@ bool lower_outputs(struct plan *plan)
         g->members[g->nmembers++] = o;
         if (prog->values[id].origin == ORIGIN_RESULT)
             at = (ptrdiff_t)prog->values[id].def;
+        /* a foreach block (or chunk_start) is there once its stage has
+         * run: after the stage's last instruction, or an earlier one's */
+        if (prog->values[id].origin == ORIGIN_BUILTIN)
+            for (size_t i = 0; i < prog->ninstrs; i++)
+                if (prog->instrs[i].stage <= prog->values[id].stage)
+                    at = (ptrdiff_t)i;
         if (at > after[g - prog->groups])
             after[g - prog->groups] = at;
     }
@@ -911,27 +983,7 @@ bool lower_outputs(struct plan *plan)
             ok = false;
             break;
         }
-        for (size_t g = 0; g < prog->ngroups && ok; g++) {
-            struct output_group *grp = &prog->groups[g];
-            struct instr *w;
-            if (after[g] != i)
-                continue;
-            w = program_add_instr(prog, i >= 0 ? old[i].stage : -1, INSTR_WRITE);
-            if (!w || !(w->wargs = program_alloc(prog, grp->nmembers * sizeof *w->wargs))) {
-                ok = false;
-                break;
-            }
-            if (i >= 0) {
-                w->statement = old[i].statement;
-                w->line = old[i].line;
-                w->col = old[i].col;
-            }
-            w->group = g;
-            w->nwargs = grp->nmembers;
-            for (size_t m = 0; m < grp->nmembers; m++)
-                w->wargs[m] = prog->outputs[grp->members[m]];
-            grp->write = prog->ninstrs - 1;
-        }
+        ok = ok && add_writes(prog, old, i, after);
     }
     for (size_t g = 0; ok && g < prog->ngroups; g++) {
         struct output_group *grp = &prog->groups[g];

@@ -290,7 +290,53 @@ static uint32_t input_value(struct plan *plan, const struct plan_value *v, size_
     return program_add_value(plan->program, &pv);
 }
 
-static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
+/* The tensor of input i, from its file (opened into pi->file), or from
+ * src when there is one; NULL after reporting why there is none. */
+static const struct tio_entry *input_entry(struct plan_input *pi, size_t i,
+                                           struct tio_entry *entry,
+                                           const struct plan_input_source *src,
+                                           struct diag_list *d, bool for_run)
+{
+    const struct input *in = pi->input;
+    struct tio_open_options oo = {.format = in->format, .raw = in->has_raw ? &in->raw : NULL,
+                                  .header_only = !for_run};
+    ptrdiff_t which = 0;
+
+    if (src) {
+        const char *why = "no such tensor";
+        memset(entry, 0, sizeof *entry);
+        if (src->describe(src->ctx, i, in, entry, &why))
+            return entry;
+        diag_error_code(d, 4, in->path_line, in->path_col, NULL, "input '%s': %s: %s", in->name,
+                        in->path, why);
+        return NULL;
+    }
+    if (in->has_raw)
+        oo.format = TIO_FORMAT_RAW;
+    pi->file = tio_open(in->path, &oo);
+    if (!pi->file) {
+        diag_error_code(d, tr_last_status() == TR_ERR_INVALID ? 3
+                           : tr_last_status() == TR_ERR_OOM   ? 5
+                                                              : 4,
+                        in->path_line,
+                        in->path_col, NULL, "input '%s': %s: %s", in->name, in->path,
+                        tr_last_error());
+        return NULL;
+    }
+    if (in->key)
+        which = find_key(in, pi->file, d);
+    else if (tio_file_count(pi->file) != 1)
+        which = several_tensors(in, pi->file, d);
+    if (which < 0)
+        return NULL;
+    pi->index = (size_t)which;
+    pi->mapped_bytes = tio_file_mapped_bytes(pi->file)
+                           ? tio_file_entry(pi->file, pi->index)->nbytes : 0;
+    return tio_file_entry(pi->file, pi->index);
+}
+
+static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
+                        const struct plan_input_source *src)
 {
     struct pipeline *p = plan->pipeline;
 
@@ -301,11 +347,9 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
     for (size_t i = 0; i < p->ninputs; i++) {
         const struct input *in = &p->inputs[i];
         struct plan_input *pi = &plan->inputs[i];
-        struct tio_open_options oo = {.format = in->format, .raw = in->has_raw ? &in->raw : NULL,
-                                      .header_only = !for_run};
         struct plan_value *v = plan_bind(plan, in->name, -1, in->line, in->col);
+        struct tio_entry entry;
         const struct tio_entry *e;
-        ptrdiff_t which = 0;
 
         pi->input = in;
         if (!v)
@@ -314,27 +358,9 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run)
         v->poisoned = true;
         if (!in->path)
             continue; /* the schema has reported it */
-        if (in->has_raw)
-            oo.format = TIO_FORMAT_RAW;
-        pi->file = tio_open(in->path, &oo);
-        if (!pi->file) {
-            diag_error_code(d, tr_last_status() == TR_ERR_INVALID ? 3
-                               : tr_last_status() == TR_ERR_OOM   ? 5
-                                                                  : 4,
-                            in->path_line,
-                            in->path_col, NULL, "input '%s': %s: %s", in->name, in->path,
-                            tr_last_error());
+        e = input_entry(pi, i, &entry, src, d, for_run);
+        if (!e)
             continue;
-        }
-        if (in->key)
-            which = find_key(in, pi->file, d);
-        else if (tio_file_count(pi->file) != 1)
-            which = several_tensors(in, pi->file, d);
-        if (which < 0)
-            continue;
-        pi->index = (size_t)which;
-        e = tio_file_entry(pi->file, pi->index);
-        pi->mapped_bytes = tio_file_mapped_bytes(pi->file) ? e->nbytes : 0;
         plan->mapped_bytes += pi->mapped_bytes;
         v->poisoned = false;
         if (!e->supported) {
@@ -542,7 +568,8 @@ static void stage_keeps(struct plan *plan)
     }
 }
 
-struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
+static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
+                          const struct plan_input_source *src)
 {
     struct plan *plan = calloc(1, sizeof *plan);
     uint64_t carried = 0;
@@ -558,7 +585,7 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
     }
     plan->nstages = p->nstages;
     bind_params(plan);
-    open_inputs(plan, d, for_run);
+    open_inputs(plan, d, for_run, src);
     for (size_t s = 0; s < p->nstages; s++) {
         struct plan_stage *ps = &plan->stages[s];
         size_t first = plan->program->nvalues;
@@ -583,9 +610,11 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
         /* what the stage's results take, as if none were released */
         for (size_t v = first; v < plan->program->nvalues; v++) {
             const struct value *pv = &plan->program->values[v];
-            const struct instr *in = &plan->program->instrs[pv->def];
-            if (pv->origin == ORIGIN_RESULT && !pv->meta.weak && in->kind == INSTR_OP &&
-                !op_is_view(in->op))
+            const struct instr *in;
+            if (pv->origin != ORIGIN_RESULT)
+                continue; /* a constant's def is no instruction */
+            in = &plan->program->instrs[pv->def];
+            if (!pv->meta.weak && in->kind == INSTR_OP && !op_is_view(in->op))
                 ps->peak_bytes += plan_tensor_bytes(&pv->meta);
         }
     }
@@ -609,6 +638,17 @@ struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
         carried = plan->stages[s].live_bytes;
     }
     return plan;
+}
+
+struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
+{
+    return build(p, d, for_run, NULL);
+}
+
+struct plan *plan_build_from(struct pipeline *p, struct diag_list *d,
+                             const struct plan_input_source *src)
+{
+    return build(p, d, false, src);
 }
 
 void plan_free(struct plan *plan)

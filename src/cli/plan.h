@@ -70,6 +70,21 @@ struct plan {
  * then they are opened (mapped, or read when a pipe) once, for the run to
  * load from plan->inputs[i].file. */
 struct plan *plan_build(struct pipeline *p, struct diag_list *diags, bool for_run);
+/* Where the inputs' headers come from when not from their files: the
+ * fuzzer and the unit tests plan without any file.  describe fills *e
+ * (dtype_text, supported, dtype, ndim, shape, nbytes) for input index of
+ * the pipeline and returns true, or returns false and points *why at the
+ * reason there is none, reported as a file that cannot be opened. */
+struct plan_input_source {
+    bool (*describe)(void *ctx, size_t index, const struct input *in, struct tio_entry *e,
+                     const char **why);
+    void *ctx;
+};
+
+/* plan_build, not for_run, with the headers from src: nothing is opened,
+ * so the plan is one to print, never to run. */
+struct plan *plan_build_from(struct pipeline *p, struct diag_list *diags,
+                             const struct plan_input_source *src);
 void plan_free(struct plan *plan);
 
 /* For the lowering (lower.c): a new binding of name; the latest binding

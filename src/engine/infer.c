@@ -290,12 +290,18 @@ static void reduce_shape(const struct tr_value *x, const bool *flags, bool keepd
     set_tensor(out, dtype, n, shape, x->device);
 }
 
+/* The number of elements; -1 when it passes int64 (a view such as x.T of
+ * an empty [0, 2^62, 2^62] can put the zero last). */
 static int64_t numel(const struct tr_value *v)
 {
     int64_t n = 1;
 
     for (int d = 0; d < v->ndim; d++)
-        n *= v->shape[d];
+        if (v->shape[d] == 0)
+            return 0;
+    for (int d = 0; d < v->ndim; d++)
+        if (__builtin_mul_overflow(n, v->shape[d], &n))
+            return -1;
     return n;
 }
 
@@ -544,6 +550,9 @@ static tr_status rule_reshape(const struct tr__op *op, const struct tr_value *ar
     char a[160], b[160];
 
     TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 1, ARG(1), true, &ndim, shape));
+    if (total < 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "%s has too many elements",
+                    shape_text(&x, a, sizeof a));
     for (int i = 0; i < ndim; i++) {
         if (shape[i] == -1) {
             if (infer >= 0)
@@ -680,11 +689,16 @@ static tr_status rule_flatten(const struct tr__op *op, const struct tr_value *ar
     TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &e));
     if (s > e)
         return fail(bad, 2, TR_ERR_INVALID, NAME, "start %d comes after end %d", s, e);
+    for (int d = s; d <= e; d++)
+        if (x.shape[d] == 0)
+            merged = 0;
+    for (int d = s; d <= e && merged; d++)
+        if (__builtin_mul_overflow(merged, x.shape[d], &merged))
+            return fail(bad, 0, TR_ERR_SHAPE, NAME, "the merged dimension has more than %lld "
+                        "elements", (long long)INT64_MAX);
     for (int d = 0; d < x.ndim; d++) {
         if (d < s || d > e)
             shape[n++] = x.shape[d];
-        else
-            merged *= x.shape[d];
         if (d == e)
             shape[n++] = merged;
     }
@@ -1070,7 +1084,9 @@ static tr_status rule_join(const struct tr__op *op, const struct tr_value *args,
                         n, v.ndim, shape_text(&first, s, sizeof s), shape_text(&v, t, sizeof t));
         for (int k = 0; k < n; k++) {
             if (!stack && k == dim) {
-                shape[k] += v.shape[k];
+                if (__builtin_add_overflow(shape[k], v.shape[k], &shape[k]))
+                    return fail(bad, 0, TR_ERR_SHAPE, NAME, "the joined dimension has more "
+                                "than %lld elements", (long long)INT64_MAX);
                 continue;
             }
             if (v.shape[k] != first.shape[k])
@@ -1240,7 +1256,9 @@ static int64_t slice_length(int64_t len, const struct tr_value *parts)
     }
     if (step > 0)
         return ends[1] > ends[0] ? (ends[1] - ends[0] - 1) / step + 1 : 0;
-    return ends[0] > ends[1] ? (ends[0] - ends[1] - 1) / (-step) + 1 : 0;
+    /* -step in uint64: a step of INT64_MIN has no int64 negation */
+    return ends[0] > ends[1] ? (int64_t)((uint64_t)(ends[0] - ends[1] - 1) / -(uint64_t)step) + 1
+                             : 0;
 }
 
 tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, size_t n,
@@ -1248,7 +1266,7 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
 {
     struct tr_value t = as_tensor(x);
     int64_t shape[TR_MAX_DIMS];
-    int consumed = 0, ellipses = 0, ndim = 0, d = 0;
+    int consumed = 0, ellipses = 0, ndim = 0, d = 0, ints = 0, nones = 0, last_none = 0;
 
     *bad = -1;
     for (size_t i = 0; i < n; i++) {
@@ -1256,6 +1274,11 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
             ellipses++;
         else if (subs[i].kind != TR_VALUE_NONE)
             consumed++;
+        if (subs[i].kind == TR_VALUE_NONE) {
+            nones++;
+            last_none = (int)i;
+        }
+        ints += subs[i].kind == TR_VALUE_INT;
     }
     if (ellipses > 1) {
         *bad = 0;
@@ -1265,6 +1288,11 @@ tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subs, 
         *bad = (int)n - 1;
         return tr_set_error(TR_ERR_INDEX, "too many indices (%d) for a tensor of %d dimension%s",
                             consumed, t.ndim, t.ndim == 1 ? "" : "s");
+    }
+    /* the dimensions after the last None count too: x[None] of 8 is 9 */
+    if (t.ndim - ints + nones > TR_MAX_DIMS) {
+        *bad = last_none;
+        return tr_set_error(TR_ERR_SHAPE, "a tensor has at most %d dimensions", TR_MAX_DIMS);
     }
     for (size_t i = 0; i < n; i++) {
         const struct tr_value *s = &subs[i];

@@ -33,6 +33,10 @@ fi
 n=${t#fuzz_}
 seeds=$srcdir/tests/fuzz/seeds-$n
 [ -d "$seeds" ] || seeds=$srcdir/tests/fuzz/seeds
+# a target's committed corpus (what long runs found, minimized) is replayed
+# first, then mutated along with the seeds
+corpus=
+[ -d "$srcdir/tests/fuzz/corpus-$n" ] && corpus=$srcdir/tests/fuzz/corpus-$n
 dict=
 [ -f "$srcdir/tests/fuzz/$n.dict" ] && dict=-dict=$srcdir/tests/fuzz/$n.dict
 # new inputs go to a corpus of the build's own, never into the seeds
@@ -41,7 +45,7 @@ rm -rf "$work" && mkdir -p "$work/corpus" || exit 1
 
 start=$(date +%s)
 "./$t" -runs="$runs" -seed=1 -print_final_stats=1 $dict -artifact_prefix="$work/" \
-    "$work/corpus" "$seeds" >"$work/log" 2>&1
+    "$work/corpus" $corpus "$seeds" >"$work/log" 2>&1
 rc=$?
 secs=$(($(date +%s) - start))
 units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")

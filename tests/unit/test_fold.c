@@ -101,5 +101,32 @@ int main(void)
     ok(fold2("matmul", integer(1), integer(2), &r) == FOLD_NO, "other ops are not folded");
     ok(fold2("add", (struct tr_value){.kind = TR_VALUE_TENSOR}, integer(2), &r) == FOLD_NO,
        "a tensor is not folded");
+    /* regression (fuzz_pipeline): numel of a view of an empty tensor, whose
+     * sizes taken in order pass int64 */
+    {
+        struct tr_value t = {.kind = TR_VALUE_TENSOR, .dtype = TR_DTYPE_F32, .ndim = 3}, items[8];
+        t.shape[0] = t.shape[1] = INT64_MAX;
+        t.shape[2] = 0;
+        ok(fold_attribute("numel", &t, &r, items) && integer_is(r, 0),
+           "numel of [INT64_MAX, INT64_MAX, 0] is 0");
+        t.shape[2] = 2;
+        ok(!fold_attribute("numel", &t, &r, items) && strstr(tr_last_error(), "more than"),
+           "numel past int64 is an error: %s", tr_last_error());
+        t.shape[0] = t.shape[1] = 3;
+        ok(fold_attribute("numel", &t, &r, items) && integer_is(r, 18), "numel of [3, 3, 2] is 18");
+    }
+    /* regression (fuzz_pipeline): steps at int64's ends */
+    {
+        int64_t first, by, count;
+        ok(fold_list_slice(8, TR_SLICE_NONE, TR_SLICE_NONE, INT64_MAX, &first, &by, &count) ==
+                   FOLD_OK && first == 0 && count == 1,
+           "[::INT64_MAX] of 8 items is the first");
+        ok(fold_list_slice(8, TR_SLICE_NONE, TR_SLICE_NONE, -INT64_MAX, &first, &by, &count) ==
+                   FOLD_OK && first == 7 && count == 1,
+           "[::-INT64_MAX] of 8 items is the last");
+        ok(fold_list_slice(8, 6, TR_SLICE_NONE, -2, &first, &by, &count) == FOLD_OK &&
+               first == 6 && count == 4,
+           "[6::-2] of 8 items is 4 of them");
+    }
     return done_testing();
 }

@@ -340,6 +340,67 @@ static void test_views(void)
     ok(tr_infer_index(&x, (struct tr_value[]){integer(0), integer(0), integer(0), integer(0)}, 4,
                       &r, &bad) == TR_ERR_INDEX,
        "too many indices: %s", tr_last_error());
+    /* regression (fuzz_pipeline): the dimensions after the last None
+     * were copied past TR_MAX_DIMS */
+    {
+        int64_t s7[7] = {1, 2, 3, 4, 5, 6, 7};
+        struct tr_value x7 = tensor(TR_DTYPE_F32, 7, s7);
+        struct tr_value nn[2] = {{.kind = TR_VALUE_NONE}, {.kind = TR_VALUE_NONE}};
+        ok(tr_infer_index(&x7, nn, 2, &r, &bad) == TR_ERR_SHAPE && bad == 1,
+           "x[None, None] of 7 dimensions is 9: %s", tr_last_error());
+        ok(tr_infer_index(&x7, nn, 1, &r, &bad) == TR_OK && r.ndim == 8,
+           "x[None] of 7 dimensions is 8");
+        nn[1] = integer(0);
+        ok(tr_infer_index(&x7, nn, 2, &r, &bad) == TR_OK && r.ndim == 7,
+           "x[None, 0] of 7 dimensions is 7");
+    }
+}
+
+/* Regressions (fuzz_pipeline): shapes whose element counts pass int64,
+ * as an empty tensor's view can have them, were multiplied or added in
+ * int64 without a check. */
+static void test_huge_shapes(void)
+{
+    const int64_t big = INT64_C(1) << 62;
+    int64_t s[3] = {big, big, 0}, s2[2] = {big, big};
+    struct tr_value empty = tensor(TR_DTYPE_F32, 3, s), full = tensor(TR_DTYPE_F32, 2, s2), r[2];
+    struct tr_value items[2], args[2];
+
+    args[0] = empty;
+    items[0] = integer(-1);
+    args[1] = (struct tr_value){.kind = TR_VALUE_LIST, .count = 1, .items = items};
+    ok(infer("reshape", args, 2, r) == TR_OK && shape_is(&r[0], 1, (int64_t[]){0}),
+       "reshape(x, [-1]) of an empty [2^62, 2^62, 0] is [0]");
+    args[0] = full;
+    ok(infer("reshape", args, 2, r) == TR_ERR_SHAPE, "reshape of [2^62, 2^62]: %s",
+       tr_last_error());
+    ok(infer("flatten", &empty, 1, r) == TR_OK && shape_is(&r[0], 1, (int64_t[]){0}),
+       "flatten of an empty [2^62, 2^62, 0] is [0]");
+    ok(infer("flatten", &full, 1, r) == TR_ERR_SHAPE, "flatten of [2^62, 2^62]: %s",
+       tr_last_error());
+    items[0] = full;
+    items[1] = full;
+    args[0] = (struct tr_value){.kind = TR_VALUE_LIST, .count = 2, .items = items};
+    args[1] = integer(0);
+    ok(infer("cat", args, 2, r) == TR_ERR_SHAPE, "cat of two [2^62, 2^62] along 0: %s",
+       tr_last_error());
+    args[1] = integer(1);
+    items[0] = items[1] = tensor(TR_DTYPE_F32, 2, (int64_t[]){2, big});
+    ok(infer("cat", args, 2, r) == TR_ERR_SHAPE, "cat of two [2, 2^62] along 1: %s",
+       tr_last_error());
+    {
+        int64_t s1[1] = {8};
+        struct tr_value x = tensor(TR_DTYPE_F32, 1, s1), slice[3], sub;
+        int bad;
+        slice[0] = slice[1] = (struct tr_value){.kind = TR_VALUE_NONE};
+        slice[2] = integer(INT64_MIN);
+        sub = (struct tr_value){.kind = TR_VALUE_LIST, .count = 3, .items = slice};
+        ok(tr_infer_index(&x, &sub, 1, &r[0], &bad) == TR_OK && shape_is(&r[0], 1, (int64_t[]){1}),
+           "x[::INT64_MIN] of 8 is 1 long");
+        slice[2] = integer(INT64_MAX);
+        ok(tr_infer_index(&x, &sub, 1, &r[0], &bad) == TR_OK && shape_is(&r[0], 1, (int64_t[]){1}),
+           "x[::INT64_MAX] of 8 is 1 long");
+    }
 }
 
 int main(void)
@@ -348,5 +409,6 @@ int main(void)
     test_promotion();
     test_shapes();
     test_views();
+    test_huge_shapes();
     return done_testing();
 }
