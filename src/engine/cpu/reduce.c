@@ -30,6 +30,7 @@
 #endif
 
 #include "reduce_impl.h"
+#include "../scratch_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
 /* Units (blocks of outputs) per round: bounds the partials to 1 MiB. */
@@ -518,20 +519,22 @@ static tr_status dims_flags(const char *name, const struct tr_arg *dims, int ndi
     return TR_OK;
 }
 
-static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *flags)
+/* The plan of a reduction over the flagged dimensions of ndim-d values
+ * of dtype with byte strides: everything but the data. */
+static void plan_geometry(struct plan *p, int ndim, const int64_t *shape,
+                          const int64_t *strides, enum tr_dtype dtype, const bool *flags)
 {
-    int64_t strides[TR_MAX_DIMS], kshape[TR_MAX_DIMS], kstrides[TR_MAX_DIMS];
+    int64_t kshape[TR_MAX_DIMS], kstrides[TR_MAX_DIMS];
     int64_t rshape[TR_MAX_DIMS], rstrides[TR_MAX_DIMS];
     const int64_t *sp;
     int nk = 0, nr = 0;
 
-    tr__byte_strides(x, strides);
-    for (int d = 0; d < x->ndim; d++) {
+    for (int d = 0; d < ndim; d++) {
         if (flags[d]) {
-            rshape[nr] = x->shape[d];
+            rshape[nr] = shape[d];
             rstrides[nr++] = strides[d];
         } else {
-            kshape[nk] = x->shape[d];
+            kshape[nk] = shape[d];
             kstrides[nk++] = strides[d];
         }
     }
@@ -542,14 +545,53 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
     p->nout = tr__iter_count(&p->kept);
     p->n = tr__iter_count(&p->reduced);
     p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
-    p->base = tr_tensor_data(x);
-    p->dtype = x->dtype;
+    p->base = NULL;
+    p->dtype = dtype;
     {
         int64_t rstep = llabs(p->reduced.strides[0][p->reduced.ndim - 1]);
         int64_t kstep = llabs(p->kept.strides[0][p->kept.ndim - 1]);
-        p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(x->dtype) &&
+        p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(dtype) &&
                    kstep < rstep;
     }
+}
+
+static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *flags)
+{
+    int64_t strides[TR_MAX_DIMS];
+
+    tr__byte_strides(x, strides);
+    plan_geometry(p, x->ndim, x->shape, strides, x->dtype, flags);
+    p->base = tr_tensor_data(x);
+}
+
+/* The pool scratch of a plan (scratch_impl.h): outputs go cnt at a time;
+ * one block holds their accumulators, partials, parameters and finished
+ * values (at 64-byte offsets), another every thread's tile buffer. */
+struct layout {
+    int64_t cnt;
+    uint64_t accs, parts, params, vals, partials; /* offsets; the block's bytes */
+    uint64_t tile;                                /* one thread's tile buffer */
+    int threads;
+    uint64_t tiles;                               /* the tile buffers' block */
+};
+
+static void layout_of(const struct plan *p, bool two_pass, enum tr_dtype fin, int max_threads,
+                      struct layout *l)
+{
+    int64_t cnt = CHUNK_UNITS / p->nblocks;
+
+    memset(l, 0, sizeof *l);
+    cnt = cnt < 1 ? 1 : cnt > p->nout ? p->nout : cnt;
+    l->cnt = cnt;
+    l->accs = tr__carve(&l->partials, (uint64_t)cnt * sizeof(struct acc));
+    l->parts = tr__carve(&l->partials,
+                         p->nblocks > 1 ? (uint64_t)(cnt * p->nblocks) * sizeof(struct acc) : 0);
+    l->params = tr__carve(&l->partials, two_pass ? (uint64_t)cnt * sizeof(double) : 0);
+    l->vals = tr__carve(&l->partials, (uint64_t)cnt * tr_dtype_size(fin));
+    /* the first round has the most outputs: its team is the largest */
+    l->threads = cnt * p->n > PARALLEL_ELEMENTS ? max_threads : 1;
+    l->tile = p->tiled ? (uint64_t)TILE * TILE_PITCH * tr_dtype_size(p->dtype) : 0;
+    l->tiles = (uint64_t)l->threads * l->tile;
 }
 
 /* Values [first, first + n) of nt outputs (at byte offsets offs from
@@ -592,25 +634,23 @@ static void gather_tile(const struct tr__iter *it, const char *base, const int64
  * parameter.  A unit of work is one block of one output, or of a tile of
  * TILE outputs; units are taken block-major, so that neighbouring outputs
  * read neighbouring memory.  Either way every output's leaf sees the same
- * values.  False when a thread's tile buffer cannot be had.
+ * values.  tiles holds a tile buffer of tile_bytes for each thread of the
+ * team, when the plan is tiled.
  */
-static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, int64_t cnt,
-                     const double *params, struct acc *parts, struct acc *accs)
+static void run_pass(const struct plan *p, const struct pass *ps, int64_t o0, int64_t cnt,
+                     const double *params, struct acc *parts, struct acc *accs, char *tiles,
+                     uint64_t tile_bytes)
 {
     int64_t nb = p->nblocks, per_block = p->tiled ? (cnt + TILE - 1) / TILE : cnt;
     int64_t units = per_block * nb, csize = (int64_t)tr_dtype_size(ps->compute);
     size_t size = tr_dtype_size(p->dtype);
-    bool failed = false;
+    bool parallel = cnt * p->n > PARALLEL_ELEMENTS;
 
-#pragma omp parallel if (cnt * p->n > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr__team_size(parallel)) if (parallel)
     {
         _Alignas(64) char buf[BLOCK * 8];
-        char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
+        char *raw = p->tiled ? tiles + (uint64_t)tr__team_index() * tile_bytes : NULL;
 
-        if (p->tiled && !raw) {
-#pragma omp atomic write
-            failed = true;
-        }
 #pragma omp for schedule(static)
         for (int64_t u = 0; u < units; u++) {
             int64_t j = nb == 1 ? 0 : u / per_block, first = j * BLOCK;
@@ -627,8 +667,6 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                          nb == 1 ? &accs[o] : &parts[o * nb + j]);
                 continue;
             }
-            if (!raw)
-                continue;
             o *= TILE;
             nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
             for (int q = 0; q < nt; q++)
@@ -646,14 +684,12 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                          nb == 1 ? &accs[o + q] : &parts[(o + q) * nb + j]);
             }
         }
-        free(raw);
         if (nb > 1) {
 #pragma omp for schedule(static)
             for (int64_t k = 0; k < cnt; k++)
                 ps->combine(parts + k * nb, nb, &accs[k]);
         }
     }
-    return !failed;
 }
 
 /* --------------------------------------------------------- the kernel */
@@ -853,12 +889,14 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     enum tr_dtype in, fin;
     struct pass ps;
     struct plan p;
+    struct layout l;
     bool flags[TR_MAX_DIMS];
-    int64_t cnt, done_outputs = 0;
+    int64_t cnt;
     size_t fin_size;
-    struct acc *accs = NULL, *parts = NULL;
-    double *params = NULL;
-    char *vals = NULL, *ydata;
+    struct tr_tensor *partials = NULL, *tiles = NULL;
+    struct acc *accs, *parts;
+    double *params;
+    char *vals, *ydata, *room;
     tr_status s;
 
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
@@ -884,20 +922,22 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
     compute_dtypes(k, x->dtype, y->dtype, &in, &fin);
     ps = first_pass(k, in, ord);
     fin_size = tr_dtype_size(fin);
-    cnt = CHUNK_UNITS / p.nblocks;
-    cnt = cnt < 1 ? 1 : cnt > p.nout ? p.nout : cnt;
-    accs = malloc((size_t)cnt * sizeof *accs);
-    vals = malloc((size_t)cnt * fin_size);
-    params = two_pass ? malloc((size_t)cnt * sizeof *params) : NULL;
-    parts = p.nblocks > 1 ? malloc((size_t)(cnt * p.nblocks) * sizeof *parts) : NULL;
-    if (!accs || !vals || (two_pass && !params) || (p.nblocks > 1 && !parts)) {
-        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for the partial results", name);
+    layout_of(&p, two_pass, fin, tr__team_size(true), &l);
+    cnt = l.cnt;
+    s = tr__scratch_block(name, l.partials, &partials);
+    if (s == TR_OK)
+        s = tr__scratch_block(name, l.tiles, &tiles);
+    if (s != TR_OK)
         goto done;
-    }
+    room = tr_tensor_data_mut(partials);
+    accs = (struct acc *)(void *)(room + l.accs);
+    parts = p.nblocks > 1 ? (struct acc *)(void *)(room + l.parts) : NULL;
+    params = two_pass ? (double *)(void *)(room + l.params) : NULL;
+    vals = room + l.vals;
     for (int64_t o0 = 0; o0 < p.nout; o0 += cnt) {
         int64_t c = p.nout - o0 < cnt ? p.nout - o0 : cnt;
-        if (!run_pass(&p, &ps, o0, c, NULL, parts, accs))
-            break;
+        run_pass(&p, &ps, o0, c, NULL, parts, accs, tiles ? tr_tensor_data_mut(tiles) : NULL,
+                 l.tile);
         if (two_pass) {
             struct pass second = ps;
             for (int64_t o = 0; o < c; o++) {
@@ -913,8 +953,8 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
             } else {
                 second.leaf = leaf_sqdev_f64;
             }
-            if (!run_pass(&p, &second, o0, c, params, parts, accs))
-                break;
+            run_pass(&p, &second, o0, c, params, parts, accs,
+                     tiles ? tr_tensor_data_mut(tiles) : NULL, l.tile);
         }
         for (int64_t o = 0; o < c; o++)
             finish(k, in, &accs[o], p.n, params ? params[o] : 0, ord, correction,
@@ -922,21 +962,44 @@ tr_status tr__k_reduce(const struct tr__op *op, const struct tr_arg *args,
         tr__cpu_cast_row(ydata + o0 * (int64_t)tr_dtype_size(y->dtype),
                          (int64_t)tr_dtype_size(y->dtype), y->dtype, vals, (int64_t)fin_size,
                          fin, c);
-        done_outputs = o0 + c;
     }
-    if (done_outputs < p.nout)
-        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's buffers", name);
 done:
-    free(accs);
-    free(parts);
-    free(params);
-    free(vals);
+    tr_release(tiles);
+    tr_release(partials);
     tr_release(x);
     if (s != TR_OK) {
         tr_release(y);
         return s;
     }
     results[0] = y;
+    return TR_OK;
+}
+
+tr_status tr__reduce_scratch(const struct tr__op *op, const struct tr_value *x,
+                             const struct tr_value *dims, enum tr_dtype y, int threads,
+                             uint64_t *partials, uint64_t *tiles)
+{
+    enum kind k = kind_of(op->info.name);
+    struct tr_arg dims_arg;
+    int64_t strides[TR_MAX_DIMS];
+    bool flags[TR_MAX_DIMS];
+    enum tr_dtype in, fin;
+    struct layout l;
+    struct plan p;
+
+    *partials = *tiles = 0;
+    memset(&dims_arg, 0, sizeof dims_arg);
+    if (dims)
+        dims_arg.value = *dims;
+    TR_FORWARD_IF_ERROR(dims_flags(op->info.name, dims ? &dims_arg : NULL, x->ndim, flags));
+    tr__value_byte_strides(x, strides);
+    plan_geometry(&p, x->ndim, x->shape, strides, x->dtype, flags);
+    if (p.nout == 0 || ((k == K_ARGMAX || k == K_ARGMIN) && p.n == 0))
+        return TR_OK;
+    compute_dtypes(k, x->dtype, y, &in, &fin);
+    layout_of(&p, k == K_VAR || k == K_STD || k == K_LOGSUMEXP, fin, threads, &l);
+    *partials = l.partials;
+    *tiles = l.tiles;
     return TR_OK;
 }
 
