@@ -249,6 +249,16 @@ tr_status tr_op_scratch(const struct tr_op_info *op, const struct tr_value *args
                         const struct tr_value *results, const bool *given, int threads,
                         struct tr_op_memory *out);
 
+/* Fills results[i].strided and .strides (results as tr_op_infer gave
+ * them, args as tr_op_scratch takes them): how the results of op will lie
+ * in memory, so that a plan can describe the arguments of the ops that
+ * read them.  The view ops give the strides of their views (reshape and
+ * flatten a compact copy when no strides can express the new shape); to
+ * on the argument's own device gives the argument's; every other result
+ * is compact. */
+tr_status tr_op_layout(const struct tr_op_info *op, const struct tr_value *args,
+                       struct tr_value *results);
+
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers):
  * a weak number, or a rank-0 tensor, does not widen a tensor with
  * dimensions of the same category (f32[5] + f64[] is f32, i32[5] + 2 is

@@ -69,6 +69,27 @@ static void describe(const struct tr_op_info *op, const struct tr_arg *args,
     }
 }
 
+static int layout_failures;
+
+/* tr_op_layout's description of the results against the results. */
+static void layout_checked(const struct tr_op_info *op, const struct tr_value *values,
+                           struct tr_value *out, struct tr_tensor *const *r)
+{
+    if (tr_op_layout(op, values, out) != TR_OK) {
+        layout_failures++;
+        return;
+    }
+    for (int i = 0; i < op->nresults; i++) {
+        struct tr_value v = tr_value_of(r[i]);
+        if (v.strided != out[i].strided ||
+            (v.strided && memcmp(v.strides, out[i].strides, (size_t)v.ndim * sizeof *v.strides))) {
+            diag("%s: result %d is%s strided, tr_op_layout says%s", op->name, i,
+                 v.strided ? "" : " not", out[i].strided ? " so" : " not");
+            layout_failures++;
+        }
+    }
+}
+
 /* Runs op on the leading arguments (defaults for the rest) and compares
  * the pool's figures with the declaration; 0 when it matched, else the
  * peak's difference (run - declared).  *ran is false when tr_op_infer
@@ -104,6 +125,8 @@ static int64_t measure(const char *name, const struct tr_arg *given, int n, bool
     tr_memory_reset_peak(TR_CPU);
     s = tr_op_run(op, args, r);
     *after = stats();
+    if (s == TR_OK)
+        layout_checked(op, values, out, r);
     tr_scope_end(scope, NULL, 0);
     if (s == TR_ERR_INDEX && after->active_bytes == before->active_bytes)
         return 0; /* indices these values do not have: not a case, and nothing leaked */
@@ -562,6 +585,7 @@ static void test_given(void)
 /* Every op that has a kernel was checked on some case. */
 static void test_coverage(void)
 {
+    is_int(layout_failures, 0, "tr_op_layout described every result of every case as it was");
     for (size_t o = 0; o < tr_op_count(); o++) {
         const struct tr_op_info *op = tr_op_at(o);
         if (op->has_kernel)
