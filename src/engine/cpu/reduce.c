@@ -42,12 +42,13 @@
  * a block of TILE outputs is read row by row, 256 bytes of f32 at a time,
  * instead of each output walking its own column across thousands of
  * pages.  (64 measured 1.5 times faster than 16 and 32; the tile buffer
- * is at most 2 MiB a thread.) */
+ * is at most 2 MiB a thread, and only as long as a block's values need.) */
 #define TILE 64
-/* Items between the rows of a tile buffer: BLOCK plus a cache line, so
- * that the TILE rows written together do not fall in the same cache sets
- * (rows exactly 16 KiB apart do, and thrash). */
-#define TILE_PITCH (BLOCK + 16)
+/* Items between the rows of a tile buffer: the values of a block (BLOCK,
+ * or all n when fewer) plus a cache line, so that the TILE rows written
+ * together do not fall in the same cache sets (rows exactly 16 KiB apart
+ * do, and thrash). */
+#define TILE_PITCH(block) ((block) + 16)
 
 /* A partial or a final result of one output: a value of the pass's compute
  * dtype and, for argmax and argmin, that value's position among the n. */
@@ -486,6 +487,7 @@ struct plan {
     struct tr__iter reduced;
     int64_t nout, n, nblocks;
     bool tiled;              /* read TILE outputs at a time (see TILE) */
+    int64_t pitch;           /* items between a tile buffer's rows */
 };
 
 /* The value of item k of a dims argument (an int list given either way). */
@@ -545,6 +547,7 @@ static void plan_geometry(struct plan *p, int ndim, const int64_t *shape,
     p->nout = tr__iter_count(&p->kept);
     p->n = tr__iter_count(&p->reduced);
     p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
+    p->pitch = TILE_PITCH(p->n < BLOCK ? p->n : BLOCK);
     p->base = NULL;
     p->dtype = dtype;
     {
@@ -590,21 +593,21 @@ static void layout_of(const struct plan *p, bool two_pass, enum tr_dtype fin, in
     l->vals = tr__carve(&l->partials, (uint64_t)cnt * tr_dtype_size(fin));
     /* the first round has the most outputs: its team is the largest */
     l->threads = cnt * p->n > PARALLEL_ELEMENTS ? max_threads : 1;
-    l->tile = p->tiled ? (uint64_t)TILE * TILE_PITCH * tr_dtype_size(p->dtype) : 0;
+    l->tile = p->tiled ? (uint64_t)TILE * (uint64_t)p->pitch * tr_dtype_size(p->dtype) : 0;
     l->tiles = (uint64_t)l->threads * l->tile;
 }
 
 /* Values [first, first + n) of nt outputs (at byte offsets offs from
- * base), as raw items: output q's at raw + q * TILE_PITCH items.  Each
+ * base), as raw items: output q's at raw + q * pitch items.  Each
  * reduced position is read for all nt outputs before the next. */
 #define GATHER_TILE(T)                                                       \
     for (int64_t r = 0; r < run; r++)                                        \
         for (int q = 0; q < nt; q++)                                         \
-            memcpy(raw + ((int64_t)q * TILE_PITCH + done + r) * (int64_t)sizeof(T), \
+            memcpy(raw + ((int64_t)q * pitch + done + r) * (int64_t)sizeof(T),     \
                    src + offs[q] + r * step, sizeof(T))
 
 static void gather_tile(const struct tr__iter *it, const char *base, const int64_t *offs, int nt,
-                        int64_t first, int64_t n, size_t size, char *raw)
+                        int64_t first, int64_t n, size_t size, int64_t pitch, char *raw)
 {
     int last = it->ndim - 1;
     int64_t len = it->shape[last], step = it->strides[0][last];
@@ -671,9 +674,9 @@ static void run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
             for (int q = 0; q < nt; q++)
                 tr__iter_offsets(&p->kept, o0 + o + q, &off[q]);
-            gather_tile(&p->reduced, p->base, off, nt, first, m, size, raw);
+            gather_tile(&p->reduced, p->base, off, nt, first, m, size, p->pitch, raw);
             for (int q = 0; q < nt; q++) {
-                const char *row = raw + (int64_t)q * TILE_PITCH * (int64_t)size;
+                const char *row = raw + (int64_t)q * p->pitch * (int64_t)size;
                 if (p->dtype == ps->compute) {
                     values = row;
                 } else {
