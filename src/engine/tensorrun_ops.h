@@ -233,10 +233,13 @@ struct tr_op_memory {
  * What op takes from the pool of its device when it runs on args (as
  * tr_op_infer takes them, with their strided and strides filled in for
  * tensors, as tr_value_of gives them) with results (tr_op_infer's) and
- * threads OpenMP threads (omp_get_max_threads() when it runs).  given
- * (NULL: none) says, for each result, that the caller provides its memory
- * (an output's destination, a consumed argument): the op makes no block
- * for it.  The figure is exact: tr_op_run on tensors with these
+ * threads OpenMP threads (omp_get_max_threads() when it runs: the run's
+ * --threads).  given (NULL: none) says, for each result, that the kernel
+ * makes it in memory the caller provides (an output's destination it can
+ * write, an argument it consumes): the op makes no block for it; a result
+ * the kernel cannot make there is made in the pool, and is not given.
+ * For to, results[0] is a block of the device it goes to.  The figure is
+ * exact: tr_op_run on tensors with these
  * descriptions raises peak_active_bytes by out->peak over the bytes live
  * before it, and leaves out->results active.  TR_ERR_STATE for an op
  * without a kernel; TR_ERR_INVALID for threads < 1.
