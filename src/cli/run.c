@@ -58,7 +58,7 @@ static const char run_options_help[] =
     "      --force-device DEV   every stage on DEV (cpu, cuda or cuda:N), whatever the\n"
     "                           stages say\n"
     "      --threads N          CPU threads (default: every online core)\n"
-    "      --memory-limit SIZE  cap on the pool's reserved bytes (512M, 2G, 1.5GiB)\n"
+    "      --memory-limit SIZE  cap on the pool's active bytes (512M, 2G, 1.5GiB)\n"
     "      --keep-cache         do not release the pool's idle cache between stages\n"
     "      --stats FORMAT       statistics on stderr: text, json or none\n"
     "      --stats-file PATH    write the statistics to PATH instead\n"

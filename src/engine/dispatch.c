@@ -19,6 +19,8 @@ struct tr_value tr_value_of(const struct tr_tensor *t)
     v.ndim = t->ndim;
     memcpy(v.shape, t->shape, sizeof v.shape);
     v.device = t->storage->device;
+    v.strided = !tr__is_contiguous(t->ndim, t->shape, t->strides);
+    memcpy(v.strides, t->strides, sizeof v.strides);
     return v;
 }
 

@@ -103,6 +103,10 @@ void tr__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 /* t's strides in bytes.  A dimension of size 1 is never stepped and may
  * carry any stride, even one whose byte count would overflow: it gets 0. */
 void tr__byte_strides(const struct tr_tensor *t, int64_t *out);
+/* Whether a view of shape and strides (in elements) can be seen as
+ * new_shape without a copy, and with which strides (tr_reshape_view). */
+bool tr__view_strides(int ndim, const int64_t *shape, const int64_t *strides, int new_ndim,
+                      const int64_t *new_shape, int64_t *new_strides);
 /* C order, ignoring the strides of size-1 dimensions; true when empty. */
 bool tr__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 /* Normalises a possibly negative dim into [0, ndim); TR_ERR_INDEX if out of

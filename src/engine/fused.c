@@ -7,6 +7,7 @@
 
 #include "cpu/fused_impl.h"
 #include "kernels.h"
+#include "scratch_impl.h"
 #include "tensorrun_fused.h"
 
 /* An argument of op as the kernels take it, from descriptions alone. */
@@ -180,6 +181,63 @@ tr_status tr_fused_check(struct tr_fused *chain, const struct tr_value *inputs,
 size_t tr_fused_scratch_bytes(const struct tr_fused *chain)
 {
     return tr__fused_scratch(chain);
+}
+
+/* The tail's argument for the op's parameter name, when a constant;
+ * NULL when the op has no such parameter. */
+static const struct tr_fused_arg *tail_arg(const struct tr__op *op, const struct tr_fused *chain,
+                                           const char *name)
+{
+    int i = tr__param_index(op, name);
+
+    return i < 0 ? NULL : &chain->tail.args[i];
+}
+
+/* Whether a weight or bias of the tail is there: a chain input, or a
+ * constant that is not None. */
+static bool tail_present(const struct tr_fused_arg *a)
+{
+    return a && (a->ref != TR_FUSED_CONST || a->value.kind != TR_VALUE_NONE);
+}
+
+tr_status tr_fused_memory(const struct tr_fused *chain, bool given, int threads,
+                          struct tr_op_memory *out)
+{
+    const struct tr_value *last, *result;
+    uint64_t bytes;
+
+    TR_RETURN_ERROR_IF(!chain || !out, TR_ERR_INVALID, "fused chain: NULL argument");
+    memset(out, 0, sizeof *out);
+    TR_RETURN_ERROR_IF(chain->nsteps < 1 || chain->nsteps > TR_FUSED_MAX_STEPS, TR_ERR_INVALID,
+                       "fused chain: %d steps (1 to %d)", chain->nsteps, TR_FUSED_MAX_STEPS);
+    TR_RETURN_ERROR_IF(threads < 1, TR_ERR_INVALID, "fused chain: %d threads", threads);
+    last = &chain->steps[chain->nsteps - 1].result;
+    result = chain->has_tail ? &chain->tail.result : last;
+    bytes = tr_dtype_size(result->dtype);
+    for (int d = 0; d < result->ndim; d++)
+        bytes *= (uint64_t)result->shape[d];
+    out->results[0] = given ? 0 : tr_memory_block_size(bytes);
+    if (chain->has_tail) {
+        /* the tail's own pool blocks, sized by the functions its kernel
+         * sizes them with, for values from a source: taken after the
+         * result and given back before tr_fused_run returns */
+        const struct tr__op *op = tr__op_of(tr_op_get(chain->tail.op));
+        if (op->kernel == tr__k_reduce) {
+            const struct tr_fused_arg *dims = tail_arg(op, chain, "dim");
+            uint64_t partials, tiles;
+            TR_FORWARD_IF_ERROR(tr__reduce_scratch(op, last, true, dims ? &dims->value : NULL,
+                                                   result->dtype, threads, &partials, &tiles));
+            out->scratch = tr_memory_block_size(partials) + tr_memory_block_size(tiles);
+        } else {
+            const struct tr_fused_arg *dim = tail_arg(op, chain, "dim");
+            out->scratch = tr_memory_block_size(
+                tr__nn_scratch(op, last, true, dim ? dim->value.integer : -1, result->dtype,
+                               tail_present(tail_arg(op, chain, "weight")),
+                               tail_present(tail_arg(op, chain, "bias")), threads));
+        }
+    }
+    out->peak = out->results[0] + out->scratch;
+    return TR_OK;
 }
 
 /* Whether caller memory d can take a result as out describes it. */

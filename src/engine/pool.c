@@ -236,7 +236,18 @@ static uint64_t release_cached_locked(struct tr__pool *pool)
 
 /* -------------------------------------------------------------- alloc/free */
 
-static bool within_limit(const struct tr__pool *pool, uint64_t more)
+/* The limit is on active bytes, after rounding: what a plan can predict
+ * from its values' block sizes.  Reserved bytes past it (idle segments,
+ * the tail of a small segment) only make the pool give its cache back. */
+static bool active_within_limit(const struct tr__pool *pool, uint64_t size)
+{
+    uint64_t limit = pool->stats.limit_bytes;
+
+    return limit == 0 ||
+           (pool->stats.active_bytes <= limit && size <= limit - pool->stats.active_bytes);
+}
+
+static bool reserved_within_limit(const struct tr__pool *pool, uint64_t more)
 {
     uint64_t limit = pool->stats.limit_bytes;
 
@@ -244,54 +255,71 @@ static bool within_limit(const struct tr__pool *pool, uint64_t more)
                           more <= limit - pool->stats.reserved_bytes);
 }
 
-static void set_oom_error(struct tr__pool *pool, uint64_t bytes, uint64_t segment,
-                          bool by_limit, uint64_t released)
+static void set_limit_error(struct tr__pool *pool, uint64_t bytes, uint64_t size)
 {
-    char dev[TR_DEVICE_NAME_MAX], req[16], seg[16], lim[16], res[16], act[16], cac[16], rel[16];
+    char dev[TR_DEVICE_NAME_MAX], req[16], blk[16], lim[16], act[16], res[16], cac[16];
+    const struct tr_memory_stats *s = &pool->stats;
+
+    tr_device_format(pool->device, dev, sizeof dev);
+    tr_format_bytes(bytes, req, sizeof req);
+    tr_format_bytes(size, blk, sizeof blk);
+    tr_format_bytes(s->limit_bytes, lim, sizeof lim);
+    tr_format_bytes(s->active_bytes, act, sizeof act);
+    tr_format_bytes(s->reserved_bytes, res, sizeof res);
+    tr_format_bytes(s->reserved_bytes - s->active_bytes, cac, sizeof cac);
+    tr__set_error(TR_ERR_OOM,
+                  "out of memory on %s: a request for %s (a block of %s) does not fit beside "
+                  "the %s active, within the memory limit of %s (pool: %s reserved, %s "
+                  "cached)",
+                  dev, req, blk, act, lim, res, cac);
+}
+
+static void set_system_error(struct tr__pool *pool, uint64_t bytes, uint64_t segment,
+                             uint64_t released)
+{
+    char dev[TR_DEVICE_NAME_MAX], req[16], seg[16], res[16], act[16], cac[16], rel[16];
     const struct tr_memory_stats *s = &pool->stats;
 
     tr_device_format(pool->device, dev, sizeof dev);
     tr_format_bytes(bytes, req, sizeof req);
     tr_format_bytes(segment, seg, sizeof seg);
-    tr_format_bytes(s->limit_bytes, lim, sizeof lim);
     tr_format_bytes(s->reserved_bytes, res, sizeof res);
     tr_format_bytes(s->active_bytes, act, sizeof act);
     tr_format_bytes(s->reserved_bytes - s->active_bytes, cac, sizeof cac);
     tr_format_bytes(released, rel, sizeof rel);
-    if (by_limit)
-        tr__set_error(TR_ERR_OOM,
-                      "out of memory on %s: a request for %s needs %s more, past the "
-                      "memory limit of %s (pool: %s reserved, %s active, %s cached, "
-                      "after releasing %s of cache)",
-                      dev, req, seg, lim, res, act, cac, rel);
-    else
-        tr__set_error(TR_ERR_OOM,
-                      "out of memory on %s: the system refused %s for a request for %s "
-                      "(pool: %s reserved, %s active, %s cached, after releasing %s "
-                      "of cache)",
-                      dev, seg, req, res, act, cac, rel);
+    tr__set_error(TR_ERR_OOM,
+                  "out of memory on %s: the system refused %s for a request for %s "
+                  "(pool: %s reserved, %s active, %s cached, after releasing %s "
+                  "of cache)",
+                  dev, seg, req, res, act, cac, rel);
 }
 
-/* A segment for a request that the cache cannot serve: within the limit,
- * from the backend, releasing the cache and retrying once on failure. */
+/* A segment for a request that the cache cannot serve, from the backend.
+ * A segment that would take the reserved bytes past the limit, or that
+ * the system refuses, first has the cache released; the system is asked
+ * at most twice. */
 static struct tr__block *grow(struct tr__pool *pool, bool small, uint64_t bytes,
                               uint64_t size)
 {
     uint64_t seg_size = small ? TR__POOL_SMALL_SEGMENT : size;
     uint64_t released = 0;
-    struct tr__block *b = NULL;
+    bool retried = false;
+    struct tr__block *b;
 
-    for (int attempt = 0; attempt < 2 && !b; attempt++) {
-        if (attempt == 1) {
-            pool->stats.retry_count++;
-            released = release_cached_locked(pool);
-        }
-        if (within_limit(pool, seg_size))
-            b = new_segment(pool, small, seg_size);
+    if (!reserved_within_limit(pool, seg_size)) {
+        pool->stats.retry_count++;
+        released = release_cached_locked(pool);
+        retried = true;
+    }
+    b = new_segment(pool, small, seg_size);
+    if (!b && !retried) {
+        pool->stats.retry_count++;
+        released = release_cached_locked(pool);
+        b = new_segment(pool, small, seg_size);
     }
     if (!b) {
         pool->stats.oom_count++;
-        set_oom_error(pool, bytes, seg_size, !within_limit(pool, seg_size), released);
+        set_system_error(pool, bytes, seg_size, released);
     }
     return b;
 }
@@ -310,6 +338,12 @@ struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **p
     }
     size = tr__pool_round(bytes);
     pthread_mutex_lock(&pool->lock);
+    if (!active_within_limit(pool, size)) {
+        pool->stats.oom_count++;
+        set_limit_error(pool, bytes, size);
+        pthread_mutex_unlock(&pool->lock);
+        return NULL;
+    }
     b = best_fit(pool, small, size);
     hit = b != NULL;
     if (b)

@@ -34,8 +34,9 @@ void tr__pool_destroy(struct tr__pool *pool);
 /* The block size a request of bytes (> 0) is rounded to. */
 uint64_t tr__pool_round(uint64_t bytes);
 /* A block of at least bytes (> 0), its address in *ptr; NULL with TR_ERR_OOM
- * (and a message naming the request and the pool's state) when neither the
- * cache nor the backend can provide it within the limit. */
+ * (and a message naming the request and the pool's state) when its block
+ * would take the active bytes past the limit, or when neither the cache nor
+ * the backend can provide it. */
 struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **ptr);
 /* Returns a block to the cache, merged with free neighbours; NULL is a no-op. */
 void tr__pool_free(struct tr__pool *pool, struct tr__block *block);

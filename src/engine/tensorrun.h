@@ -208,7 +208,7 @@ struct tr_memory_stats {
     uint64_t cached_bytes;      /* reserved but idle, kept for reuse */
     uint64_t reserved_bytes;    /* taken from the OS or driver: active + cached */
     uint64_t peak_active_bytes; /* highest active_bytes since the last reset */
-    uint64_t limit_bytes;       /* cap on reserved_bytes; 0 means none */
+    uint64_t limit_bytes;       /* cap on active_bytes; 0 means none */
     uint64_t alloc_count;       /* successful allocations */
     uint64_t cache_hit_count;   /* allocations served from the cache */
     uint64_t retry_count;       /* times the cache was released to retry */
@@ -224,9 +224,11 @@ tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out);
  * returns the bytes released.  Never touches memory in use.  0, with
  * TR_ERR_DEVICE as the last error, for a device that is not available. */
 uint64_t tr_release_cached(struct tr_device device);
-/* Caps the pool's reserved bytes (0 removes the cap).  An allocation that
- * would pass it first releases the cache and retries once, then fails with
- * TR_ERR_OOM. */
+/* Caps the pool's active bytes, after rounding (0 removes the cap): an
+ * allocation whose block would take active_bytes past it fails at once
+ * with TR_ERR_OOM, so that what fits is known from the block sizes alone.
+ * A new segment that would take the reserved bytes past it first releases
+ * the cache (a retry), and is then taken anyway. */
 tr_status tr_memory_set_limit(struct tr_device device, uint64_t bytes);
 /* The block bytes a pool gives a request of bytes: what the statistics
  * count for it (0 for 0). */

@@ -103,10 +103,28 @@ tr_status tr_fused_check(struct tr_fused *chain, const struct tr_value *inputs,
 
 /*
  * The scratch memory a run of chain (checked) takes on each thread that
- * computes it, in bytes.  It is allocated with malloc, outside the pool,
- * for the length of the run; the pool holds only the result.
+ * computes it, in bytes: the blocks of the steps' values.  It is allocated
+ * with malloc, outside the pool, for the length of the run.  The pool
+ * holds what tr_fused_memory declares.
  */
 size_t tr_fused_scratch_bytes(const struct tr_fused *chain);
+
+/*
+ * What a run of chain (checked) takes from the pool, as tr_op_scratch
+ * declares an op's (struct tr_op_memory, block bytes): results[0] is the
+ * result's block (0 when given: the run writes into a destination); a
+ * tail's own buffers, which its kernel takes from the pool as it does
+ * unfused, are scratch: a reduction's partial results, a row-wise op's
+ * weight and bias in its compute dtype and every thread's line buffers
+ * (one block each, taken after the result, given back before the run
+ * returns); peak is their sum.  A chain without a tail has no scratch.
+ * threads is the run's tr_num_threads().  The figure is exact:
+ * tr_fused_run raises peak_active_bytes by out->peak over the bytes live
+ * before it and leaves out->results[0] active.  TR_ERR_INVALID for
+ * threads < 1 or a chain without steps.
+ */
+tr_status tr_fused_memory(const struct tr_fused *chain, bool given, int threads,
+                          struct tr_op_memory *out);
 
 /*
  * Runs chain on inputs[0..chain->ninputs) (CPU tensors of any strides,
@@ -115,7 +133,8 @@ size_t tr_fused_scratch_bytes(const struct tr_fused *chain);
  * calling thread's innermost scope: a new handle of dest when dest is not
  * NULL (caller memory of the result's dtype and shape, compact, writable,
  * on the CPU: TR_ERR_INVALID otherwise), else a new pool tensor.  The
- * pool allocates nothing else.  TR_ERR_DEVICE for a tensor not on the CPU.
+ * pool allocates nothing else but a tail's buffers (tr_fused_memory).
+ * TR_ERR_DEVICE for a tensor not on the CPU.
  */
 tr_status tr_fused_run(const struct tr_fused *chain, struct tr_tensor *const *inputs,
                        struct tr_tensor *dest, struct tr_tensor **result);

@@ -47,6 +47,13 @@ struct tr_value {
     /* TR_VALUE_LIST: items owned by whoever made the list */
     size_t count;
     const struct tr_value *items;
+    /* TR_VALUE_TENSOR: how its elements lie in memory, which only
+     * tr_op_scratch reads (a kernel copies an operand it cannot read where
+     * it is; a reduction over an outer dimension reads in tiles).  false:
+     * compact, in C order; true: strides gives them, in elements, as
+     * tr_tensor_strides does.  tr_value_of fills both. */
+    bool strided;
+    int64_t strides[TR_MAX_DIMS];
 };
 
 /* How a parameter takes its argument. */
@@ -243,6 +250,64 @@ struct tr_dest {
  */
 tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
                     const struct tr_dest *dest, struct tr_tensor **results);
+
+/*
+ * The pool memory an op takes when it runs, as a function of what is known
+ * before it runs (tr_op_scratch), in block bytes (tr_memory_block_size):
+ *
+ *   results[i]  the block of result i when the kernel makes it in the pool;
+ *               0 when the result is a view of an argument, a constant, or
+ *               made in memory that is already live (given[i]);
+ *   scratch     what the kernel holds besides its results at its peak:
+ *               copies of operands it cannot read where they are (casts to
+ *               a compute dtype, compact copies for BLAS, an index as i64),
+ *               partial results, per-thread buffers;
+ *   peak        results + scratch at that moment: the most the op adds to
+ *               the bytes live before it.
+ *
+ * When the op returns, only its results stay: all scratch is given back.
+ * Outside the promise: OpenBLAS's own buffers, a streamed result's
+ * per-thread stage (TR__STAGE_BYTES, a fixed size) and constants, which are
+ * not pool memory.
+ */
+struct tr_op_memory {
+    uint64_t results[TR_OP_MAX_RESULTS];
+    uint64_t scratch;
+    uint64_t peak;
+};
+
+/*
+ * What op takes from the pool of its device when it runs on args (as
+ * tr_op_infer takes them, with their strided and strides filled in for
+ * tensors, as tr_value_of gives them) with results (tr_op_infer's) and
+ * threads threads (tr_num_threads() when it runs: the run's --threads).
+ * given (NULL: none) says, for each result, that the kernel makes it in
+ * memory the caller provides (a destination it can write, struct
+ * tr_dest): the op makes no block for it; a result the kernel cannot make
+ * there is made in the pool, and is not given.  For to, results[0] is a
+ * block of the device it goes to.  The figure is exact: tr_op_run on
+ * tensors with these descriptions raises peak_active_bytes by out->peak
+ * over the bytes live before it, and leaves out->results active.  A fused
+ * chain's figure is tr_fused_memory's (tensorrun_fused.h).  TR_ERR_STATE
+ * for an op without a kernel; TR_ERR_INVALID for threads < 1.
+ *
+ * For tests, TENSORRUN_TEST_MISDECLARE_SCRATCH=<op name> (read once) makes
+ * the declaration of that op's scratch 512 bytes too high, so that a check
+ * of the declarations against a run can be seen to fail.
+ */
+tr_status tr_op_scratch(const struct tr_op_info *op, const struct tr_value *args,
+                        const struct tr_value *results, const bool *given, int threads,
+                        struct tr_op_memory *out);
+
+/* Fills results[i].strided and .strides (results as tr_op_infer gave
+ * them, args as tr_op_scratch takes them): how the results of op will lie
+ * in memory, so that a plan can describe the arguments of the ops that
+ * read them.  The view ops give the strides of their views (reshape and
+ * flatten a compact copy when no strides can express the new shape); to
+ * on the argument's own device gives the argument's; every other result
+ * is compact. */
+tr_status tr_op_layout(const struct tr_op_info *op, const struct tr_value *args,
+                       struct tr_value *results);
 
 /* The dtype PyTorch gives a binary op of a and b (tensors or numbers):
  * a weak number, or a rank-0 tensor, does not widen a tensor with

@@ -216,6 +216,12 @@ static bool view_strides(int ndim, const int64_t *shape, const int64_t *strides,
     return v == -1;
 }
 
+bool tr__view_strides(int ndim, const int64_t *shape, const int64_t *strides, int new_ndim,
+                      const int64_t *new_shape, int64_t *new_strides)
+{
+    return view_strides(ndim, shape, strides, new_ndim, new_shape, new_strides);
+}
+
 struct tr_tensor *tr_reshape_view(const struct tr_tensor *t, const int64_t *shape, int ndim)
 {
     int64_t new_shape[TR_MAX_DIMS], new_strides[TR_MAX_DIMS], numel;

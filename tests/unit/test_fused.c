@@ -4,7 +4,8 @@
  * transposed, sliced, reversed and expanded), each feeding every reduction,
  * every row-wise op, or nothing, compared bit for bit with the same ops run
  * one by one through tr_op_run, with 1 and with 2 threads; and the pool's
- * statistics of each fused run: the result is its only allocation.
+ * statistics of each fused run against tr_fused_memory: the result, and
+ * a tail's own buffers (partials, line buffers), exactly.
  */
 #include <errno.h>
 #include <math.h>
@@ -499,13 +500,45 @@ static void test_sink(struct gen *g, const struct tr_tensor *want, int number)
     free(bytes);
 }
 
+static int tails_with_scratch; /* tail runs whose declared pool scratch is not 0 */
+
+/* The pool's figures of a fused run, from before (taken, and the peak
+ * reset, just before it) to now, against tr_fused_memory for threads. */
+static void memory_checked(const struct gen *g, int number, int threads, bool into,
+                           const struct tr_memory_stats *before)
+{
+    struct tr_memory_stats after;
+    struct tr_op_memory m;
+    uint64_t peak, active;
+
+    tr_memory_stats(TR_CPU, &after);
+    peak = after.peak_active_bytes - before->active_bytes;
+    active = after.active_bytes - before->active_bytes;
+    if (tr_fused_memory(&g->chain, into, threads, &m) != TR_OK) {
+        ok(false, "chain %d: tr_fused_memory: %s", number, tr_last_error());
+        return;
+    }
+    if (g->chain.has_tail && m.scratch > 0)
+        tails_with_scratch++;
+    ok(peak == m.peak && active == m.results[0] && m.peak == m.results[0] + m.scratch &&
+           (g->chain.has_tail || m.scratch == 0),
+       "chain %d, %d thread%s: pool peak +%llu, active +%llu; declared peak %llu = result "
+       "%llu + scratch %llu",
+       number, threads, threads > 1 ? "s" : "", (unsigned long long)peak,
+       (unsigned long long)active, (unsigned long long)m.peak,
+       (unsigned long long)m.results[0], (unsigned long long)m.scratch);
+    if (!g->chain.has_tail && !into)
+        is_int(after.alloc_count - before->alloc_count, 1,
+               "chain %d, %d thread%s: without a tail, one allocation, the result", number,
+               threads, threads > 1 ? "s" : "");
+}
+
 /* One chain: fused with 1 and 2 threads against unfused, and the pool. */
 static bool test_chain(struct gen *g, int number)
 {
     struct tr_memory_stats before, after;
     struct tr_tensor *want, *got1 = NULL, *got2 = NULL, *dest = NULL;
     struct tr_value out;
-    uint64_t bytes, block;
     /* the chains without a tail take turns: the pool, caller memory, a sink */
     int turn = number / (NTAILS + 1) % 3;
     bool into = !g->chain.has_tail && turn == 1;
@@ -517,8 +550,6 @@ static bool test_chain(struct gen *g, int number)
         return false; /* the ops themselves refuse it: not a chain to fuse */
     describe(g, what, sizeof what);
     out = g->chain.has_tail ? g->chain.tail.result : g->chain.steps[g->chain.nsteps - 1].result;
-    bytes = (uint64_t)tr_tensor_numel(want) * tr_dtype_size(out.dtype);
-    block = tr_memory_block_size(bytes);
     if (into)
         dest = tr_empty(out.dtype, out.ndim, out.shape, TR_CPU);
     tr_memory_stats(TR_CPU, &before);
@@ -532,16 +563,15 @@ static bool test_chain(struct gen *g, int number)
                after.alloc_count == before.alloc_count &&
                after.peak_active_bytes == before.active_bytes,
            "chain %d: into caller memory, nothing allocated", number);
-    } else {
-        is_int(after.alloc_count - before.alloc_count, 1,
-               "chain %d: one allocation, the result", number);
-        is_int(after.peak_active_bytes - before.active_bytes, block,
-               "chain %d: peak is the result's %llu bytes", number, (unsigned long long)block);
     }
+    memory_checked(g, number, 1, into, &before);
     tr_set_num_threads(2);
+    tr_memory_stats(TR_CPU, &before);
+    tr_memory_reset_peak(TR_CPU);
     if (tr_fused_run(&g->chain, g->inputs, NULL, &got2) != TR_OK)
         diag("chain %d: %s", number, tr_last_error());
     ok(same(want, got2), "chain %d, 2 threads: the same bits", number);
+    memory_checked(g, number, 2, false, &before);
     if (!g->chain.has_tail && turn == 2)
         test_sink(g, want, number);
     tr_release(want);
@@ -565,6 +595,9 @@ static void test_generated(void)
         gen_free(&g);
     }
     is_int(done, CHAINS, "%d generated chains were run", CHAINS);
+    /* every tail takes partials or line buffers: 2 runs of each chain */
+    is_int(tails_with_scratch, 2 * (done - per_tail[0]),
+           "every run with a tail declares pool scratch");
     for (int t = 0; t <= NTAILS; t++)
         ok(per_tail[t] >= CHAINS / (NTAILS + 1), "%d chains end in %s", per_tail[t],
            t == 0 ? "an output" : tr_op_get(tails[t - 1])->name);
@@ -595,6 +628,13 @@ static void test_checks(void)
     ok(result.dtype == TR_DTYPE_F32 && chain.steps[0].result.dtype == TR_DTYPE_I32,
        "each step has its own dtype (i32, then f32)");
     ok(tr_fused_scratch_bytes(&chain) > 0, "the scratch is declared");
+    {
+        struct tr_op_memory m;
+        is_int(tr_fused_memory(&chain, true, 1, &m), TR_OK, "its pool memory is declared");
+        ok(m.results[0] == 0 && m.scratch == 0 && m.peak == 0,
+           "  into a destination, without a tail: none");
+        is_int(tr_fused_memory(&chain, false, 0, &m), TR_ERR_INVALID, "0 threads are refused");
+    }
 
     chain.steps[1].args[0] = ref(TR_FUSED_INPUT, 0);
     is_int(tr_fused_check(&chain, &v, NULL, &bad), TR_ERR_INVALID, "an unused step is refused");
@@ -660,12 +700,14 @@ static void test_checks(void)
 }
 
 /* sum(x * 2.0 + 1.0) over 2^20 f32 values: the fused figure is the op by
- * op figure, and the pool holds the scalar alone. */
+ * op figure, and the pool holds the scalar and the sum's partials (its
+ * 256 blocks' accumulators), as tr_fused_memory says. */
 static void test_the_example(void)
 {
     int64_t n = 1 << 20;
     struct tr_tensor *x = make_input(TR_DTYPE_F32, 1, &n, 0), *r = NULL, *want;
     struct tr_memory_stats before, after;
+    struct tr_op_memory m;
     struct gen g;
 
     memset(&g, 0, sizeof g);
@@ -687,8 +729,18 @@ static void test_the_example(void)
     is_int(tr_fused_run(&g.chain, &x, NULL, &r), TR_OK, "sum(x * 2.0 + 1.0) runs fused");
     tr_memory_stats(TR_CPU, &after);
     ok(same(want, r), "with the bits of the unfused ops");
-    is_int(after.peak_active_bytes - before.active_bytes, tr_memory_block_size(4),
-           "its peak is one 4-byte result's block, not 4 MiB");
+    {
+        struct tr_value xv = tr_value_of(x);
+        struct tr_fused checked = g.chain;
+        tr_fused_check(&checked, &xv, NULL, NULL);
+        tr_fused_memory(&checked, false, tr_num_threads(), &m);
+    }
+    is_int(m.results[0], tr_memory_block_size(4), "its result is one 4-byte result's block");
+    is_int(m.scratch, tr_memory_block_size(64 + 256 * 16 + 8),
+           "  its scratch one block of partials: an accumulator, the 256 blocks' partials "
+           "(16 bytes each, from byte 64), the value");
+    is_int(after.peak_active_bytes - before.active_bytes, m.peak,
+           "  its peak is the %llu bytes declared, not 4 MiB", (unsigned long long)m.peak);
     tr_release(r);
     tr_release(want);
     /* x * 2.0 + 1.0 itself, 4 MiB in 256 blocks, through a sink by two

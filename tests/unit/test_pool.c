@@ -159,9 +159,11 @@ static void test_peak(void)
     tr_release_cached(TR_CPU);
 }
 
+/* The limit caps active bytes, after rounding; reserved bytes past it
+ * only release the cache. */
 static void test_limit(void)
 {
-    struct tr_tensor *held, *cache, *t;
+    struct tr_tensor *held, *cache, *t, *small;
     struct tr_memory_stats s0, s;
 
     tr_release_cached(TR_CPU);
@@ -172,32 +174,119 @@ static void test_limit(void)
     s0 = stats();
     is_int(s0.reserved_bytes, 48 * MiB, "32 MiB active + 16 MiB cached");
 
-    t = bytes(24 * MiB); /* 48 + 24 > 64: fits only once the cache is gone */
+    t = bytes(24 * MiB); /* active 32 + 24 fits; reserved 48 + 24 would not */
     s = stats();
-    ok(t != NULL, "a request past the limit succeeds after the cache is released");
-    is_int(s.retry_count - s0.retry_count, 1, "counted as one retry");
+    ok(t != NULL, "a request within the limit in active bytes succeeds");
+    is_int(s.retry_count - s0.retry_count, 1, "reserved past the limit: one cache release");
     is_int(s.reserved_bytes, 56 * MiB, "reserved 32 + 24 MiB");
     tr_release(t); /* cached again: 24 MiB */
 
     s0 = stats();
-    t = bytes(40 * MiB); /* 32 + 40 > 64 even without a cache */
+    t = bytes(40 * MiB); /* active 32 + 40 > 64 */
     s = stats();
     ok(t == NULL && tr_last_status() == TR_ERR_OOM, "a request past the limit fails: %s",
        tr_last_error());
     ok(strstr(tr_last_error(), "40.0 MiB") && strstr(tr_last_error(), "memory limit of 64.0 MiB") &&
            strstr(tr_last_error(), "32.0 MiB active"),
        "the message names the request, the limit and the pool's state");
-    is_int(s.retry_count - s0.retry_count, 1, "the cache was released first");
+    is_int(s.retry_count - s0.retry_count, 0, "no cache release: it could not help");
     is_int(s.oom_count - s0.oom_count, 1, "counted as one out-of-memory");
-    is_int(s.cached_bytes, 0, "nothing is cached after the failed retry");
+    is_int(s.cached_bytes, 24 * MiB, "the cache is left as it was");
     is_int(s.active_bytes, 32 * MiB, "nothing leaked: active is the held 32 MiB");
-    t = bytes(32 * MiB);
-    ok(t != NULL, "a request that fits still succeeds");
+
+    t = bytes(32 * MiB); /* active exactly 64 MiB: at the limit, not past it */
+    ok(t != NULL, "a request that brings active exactly to the limit succeeds");
+    is_int(stats().active_bytes, 64 * MiB, "64 MiB active");
+    small = bytes(1);
+    ok(small == NULL && tr_last_status() == TR_ERR_OOM,
+       "then even one byte (a 512-byte block) is past it: %s", tr_last_error());
+    ok(strstr(tr_last_error(), "a block of 512 B") != NULL, "the message names the block");
+    tr_release(t);
+
+    /* a cache hit counts too: the limit is on what is active, not on what
+     * is taken from the system */
+    tr_memory_set_limit(TR_CPU, 40 * MiB);
+    s0 = stats();
+    is_int(s0.cached_bytes, 32 * MiB, "32 MiB cached");
+    t = bytes(10 * MiB);
+    ok(t == NULL, "a request the cache could serve is still refused past the limit");
+    is_int(stats().cache_hit_count, s0.cache_hit_count, "no cache hit was counted");
+    t = bytes(8 * MiB);
+    ok(t != NULL, "8 MiB beside the held 32 MiB fits the 40 MiB limit");
+    is_int(stats().cache_hit_count - s0.cache_hit_count, 1, "served from the cache");
+    is_int(stats().reserved_bytes, 64 * MiB, "reserved stays past the limit: nothing needed more");
     tr_release(t);
     tr_release(held);
+    tr_release_cached(TR_CPU);
+
+    /* a small block's segment takes reserved past the limit: allowed */
+    tr_memory_set_limit(TR_CPU, 5 * MiB);
+    s0 = stats();
+    small = bytes(100); /* 512 B active, a 2 MiB segment reserved */
+    t = bytes(3 * MiB + 512 * KiB); /* a 4 MiB block: 4 MiB + 512 B active */
+    s = stats();
+    ok(small && t, "a 4 MiB block beside a 512-byte one fits a 5 MiB limit");
+    is_int(s.active_bytes, 4 * MiB + 512, "4 MiB + 512 B active");
+    is_int(s.reserved_bytes, 6 * MiB, "6 MiB reserved: past the limit, which only caps active");
+    is_int(s.retry_count - s0.retry_count, 1, "the segment past the limit released the cache first");
+    tr_release(t);
+    tr_release(small);
     tr_memory_set_limit(TR_CPU, 0);
     tr_release_cached(TR_CPU);
     is_int(stats().reserved_bytes, 0, "all memory given back");
+}
+
+/* One sequence with every figure worked out by hand from the rounding
+ * rules (512 B up to 1 MiB, 2 MiB above), reuse, splitting and merging:
+ * active and peak must be exactly these at every step, and
+ * tr_memory_block_size must give the same blocks. */
+static void test_hand_computed(void)
+{
+    static const struct {
+        uint64_t request, block;
+    } sizes[] = {
+        {0, 0}, {1, 512}, {511, 512}, {512, 512}, {513, 1024}, {1000, 1024},
+        {1 * MiB - 1, 1 * MiB}, {1 * MiB, 1 * MiB}, {1 * MiB + 1, 2 * MiB},
+        {2 * MiB, 2 * MiB}, {2 * MiB + 1, 4 * MiB}, {5 * MiB, 6 * MiB},
+    };
+    struct tr_tensor *a, *b, *c, *d, *e;
+    uint64_t base, hits;
+
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        is_int(tr_memory_block_size(sizes[i].request), sizes[i].block,
+               "tr_memory_block_size(%llu) is %llu", (unsigned long long)sizes[i].request,
+               (unsigned long long)sizes[i].block);
+    tr_release_cached(TR_CPU);
+    base = stats().active_bytes;
+    tr_memory_reset_peak(TR_CPU);
+    a = bytes(1000);        /* 1 KiB */
+    b = bytes(5 * MiB);     /* 6 MiB */
+    c = bytes(700 * KiB);   /* 700 KiB, beside a in the small segment */
+    is_int(stats().active_bytes - base, 1 * KiB + 6 * MiB + 700 * KiB, "a + b + c active");
+    tr_release(b);
+    is_int(stats().active_bytes - base, 701 * KiB, "b gone: 701 KiB");
+    hits = stats().cache_hit_count;
+    d = bytes(3 * MiB);     /* 4 MiB, split from b's 6 MiB block */
+    e = bytes(2 * MiB);     /* 2 MiB, the rest of it */
+    is_int(stats().cache_hit_count - hits, 2, "d and e reuse b's block");
+    is_int(stats().active_bytes - base, 701 * KiB + 6 * MiB, "c, a, d, e: 6 MiB + 701 KiB");
+    is_int(stats().peak_active_bytes - base, 6 * MiB + 701 * KiB, "the peak is the same figure");
+    tr_release(d);
+    tr_release(e);          /* merged back into one 6 MiB block */
+    hits = stats().cache_hit_count;
+    b = bytes(6 * MiB);
+    is_int(stats().cache_hit_count - hits, 1, "the merged 6 MiB block serves 6 MiB");
+    is_int(stats().active_bytes - base, 701 * KiB + 6 * MiB, "6 MiB + 701 KiB active");
+    tr_release(a);
+    a = bytes(300 * KiB);   /* the freed 1 KiB is too small: from the segment's tail */
+    is_int(stats().active_bytes - base, 1000 * KiB + 6 * MiB, "a's 1 KiB gone, 300 KiB more");
+    is_int(stats().peak_active_bytes - base, 6 * MiB + 1000 * KiB, "peak 6 MiB + 1000 KiB");
+    tr_release(a);
+    tr_release(b);
+    tr_release(c);
+    is_int(stats().active_bytes, base, "everything returned");
+    is_int(stats().peak_active_bytes - base, 6 * MiB + 1000 * KiB, "the peak stays");
+    tr_release_cached(TR_CPU);
 }
 
 static void test_system_oom(void)
@@ -278,6 +367,7 @@ int main(void)
     test_reuse_split_merge();
     test_peak();
     test_limit();
+    test_hand_computed();
     test_system_oom();
     test_threads();
     return done_testing();

@@ -30,6 +30,7 @@
 #endif
 
 #include "matmul_impl.h"
+#include "../scratch_impl.h"
 
 #include "../kernels.h"
 
@@ -127,6 +128,40 @@ static tr_status prepare(const char *name, struct tr__mm_operand *o, struct tr_t
     }
     tr__mm_batch_of(o, nb);
     return TR_OK;
+}
+
+bool tr__mm_copies(const struct tr_value *v, bool left, enum tr_dtype compute)
+{
+    int64_t strides[TR_MAX_DIMS];
+    struct tr__mm_operand o;
+
+    tr__value_strides(v, strides);
+    tr__mm_dims(&o, v->ndim, v->shape, strides, left);
+    return v->dtype != compute || !blas_layout(o.rows, o.cols, o.rs, o.cs, &o.trans, &o.ld);
+}
+
+uint64_t tr__mm_tile_scratch(const struct tr_value *a, const struct tr_value *b,
+                             const struct tr_value *c, int nb, int threads)
+{
+    enum tr_dtype compute = tr__compute_dtype(c->dtype);
+    int64_t strides[TR_MAX_DIMS], nbatch = 1, numel = 1;
+    struct tr__mm_operand oa, ob;
+    struct tr__mm_tiles tiles;
+
+    /* as multiply: tile buffers only when gemm cannot write into c */
+    tr__contiguous_strides(a->ndim, a->shape, strides);
+    tr__mm_dims(&oa, a->ndim, a->shape, strides, true);
+    tr__contiguous_strides(b->ndim, b->shape, strides);
+    tr__mm_dims(&ob, b->ndim, b->shape, strides, false);
+    for (int i = 0; i < c->ndim; i++)
+        numel *= c->shape[i];
+    for (int i = 0; i < nb; i++)
+        nbatch *= c->shape[i];
+    if (numel == 0 || oa.cols == 0 || oa.cols > INT_MAX ||
+        (c->dtype == compute && ob.cols <= INT_MAX))
+        return 0;
+    tiles = tr__mm_tiles_of(nbatch, oa.rows, ob.cols, oa.cols, TILE_M, TILE_N, PARALLEL_FLOPS);
+    return (uint64_t)(tiles.parallel ? threads : 1) * TILE_M * TILE_N * tr_dtype_size(compute);
 }
 
 static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,

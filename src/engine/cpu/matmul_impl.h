@@ -22,28 +22,34 @@ struct tr__mm_operand {
     int ld;                          /* BLAS only: the leading dimension */
 };
 
-/* Reads o->t's matrix dimensions: a 1-d left operand is one row, a 1-d
- * right operand one column. */
-static inline void tr__mm_matrix_of(struct tr__mm_operand *o, bool left)
+/* The matrix dimensions of an operand of ndim >= 1 dimensions of shape
+ * and strides (in elements): a 1-d left operand is one row, a 1-d right
+ * operand one column. */
+static inline void tr__mm_dims(struct tr__mm_operand *o, int ndim, const int64_t *shape,
+                               const int64_t *strides, bool left)
 {
-    const struct tr_tensor *t = o->t;
-
-    if (t->ndim >= 2) {
-        o->rows = t->shape[t->ndim - 2];
-        o->cols = t->shape[t->ndim - 1];
-        o->rs = t->strides[t->ndim - 2];
-        o->cs = t->strides[t->ndim - 1];
+    if (ndim >= 2) {
+        o->rows = shape[ndim - 2];
+        o->cols = shape[ndim - 1];
+        o->rs = strides[ndim - 2];
+        o->cs = strides[ndim - 1];
     } else if (left) {
         o->rows = 1;
-        o->cols = t->shape[0];
+        o->cols = shape[0];
         o->rs = 0;
-        o->cs = t->strides[0];
+        o->cs = strides[0];
     } else {
-        o->rows = t->shape[0];
+        o->rows = shape[0];
         o->cols = 1;
-        o->rs = t->strides[0];
+        o->rs = strides[0];
         o->cs = 0;
     }
+}
+
+/* Reads o->t's matrix dimensions (tr__mm_dims). */
+static inline void tr__mm_matrix_of(struct tr__mm_operand *o, bool left)
+{
+    tr__mm_dims(o, o->t->ndim, o->t->shape, o->t->strides, left);
 }
 
 /* Sets o->batch for the nb batch dimensions of the result (o->t's own
@@ -105,6 +111,19 @@ static inline struct tr__mm_tiles tr__mm_tiles_of(int64_t nbatch, int64_t m, int
 #endif
     return t;
 }
+
+/* The pool scratch of the products (scratch.c), from the descriptions of
+ * the operands as the kernels receive them (after tr__operand), for the
+ * result c, whose first nb dimensions are the batch: whether an operand
+ * is copied (to the compute dtype, or compact for BLAS or the integer
+ * loops), in the dtype it is copied to; and the bytes of the tile buffers. */
+bool tr__mm_copies(const struct tr_value *v, bool left, enum tr_dtype compute);
+uint64_t tr__mm_tile_scratch(const struct tr_value *a, const struct tr_value *b,
+                             const struct tr_value *c, int nb, int threads);
+bool tr__mm_int_copies(const struct tr_value *v, bool left, enum tr_dtype result,
+                       enum tr_dtype *lane);
+uint64_t tr__mm_int_tile_scratch(const struct tr_value *a, const struct tr_value *b,
+                                 const struct tr_value *c, int nb, int threads);
 
 /* The integer product of a and b (new handles, which it takes over) into
  * the compact result c of an integer dtype, whose first nb dimensions are

@@ -26,6 +26,7 @@
 #endif
 
 #include "matmul_impl.h"
+#include "../scratch_impl.h"
 
 #define TILE_M 64
 #define TILE_N 256
@@ -118,6 +119,42 @@ static tr_status prepare(struct tr__mm_operand *o, struct tr_tensor *t, bool lef
     }
     tr__mm_batch_of(o, nb);
     return TR_OK;
+}
+
+bool tr__mm_int_copies(const struct tr_value *v, bool left, enum tr_dtype result,
+                       enum tr_dtype *lane)
+{
+    int64_t strides[TR_MAX_DIMS];
+    struct tr__mm_operand o;
+
+    *lane = lane_dtype(result, tr_dtype_size(result) <= 4 ? 32 : 64);
+    tr__value_strides(v, strides);
+    tr__mm_dims(&o, v->ndim, v->shape, strides, left);
+    /* as prepare: tr_cast copies unless v is compact and of the lane */
+    return (v->dtype != *lane || (!left && o.cols > 1 && o.cs != 1)) &&
+           (v->dtype != *lane || v->strided);
+}
+
+uint64_t tr__mm_int_tile_scratch(const struct tr_value *a, const struct tr_value *b,
+                                 const struct tr_value *c, int nb, int threads)
+{
+    int64_t strides[TR_MAX_DIMS], nbatch = 1, numel = 1;
+    int64_t lane_size = tr_dtype_size(c->dtype) <= 4 ? 4 : 8;
+    struct tr__mm_operand oa, ob;
+    struct tr__mm_tiles tiles;
+
+    tr__contiguous_strides(a->ndim, a->shape, strides);
+    tr__mm_dims(&oa, a->ndim, a->shape, strides, true);
+    tr__contiguous_strides(b->ndim, b->shape, strides);
+    tr__mm_dims(&ob, b->ndim, b->shape, strides, false);
+    for (int i = 0; i < c->ndim; i++)
+        numel *= c->shape[i];
+    for (int i = 0; i < nb; i++)
+        nbatch *= c->shape[i];
+    if (numel == 0 || oa.cols == 0)
+        return 0;
+    tiles = tr__mm_tiles_of(nbatch, oa.rows, ob.cols, oa.cols, TILE_M, TILE_N, PARALLEL_MACS);
+    return (uint64_t)(tiles.parallel ? threads : 1) * TILE_M * TILE_N * (uint64_t)lane_size;
 }
 
 tr_status tr__cpu_matmul_int(const char *name, struct tr_tensor *ta, struct tr_tensor *tb,

@@ -29,6 +29,7 @@
 #include "../kernels.h"
 #include "fused_impl.h"
 #include "reduce_impl.h"
+#include "../scratch_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
 /* Values of a line held in a thread's buffer (256 KiB of f32). */
@@ -327,27 +328,29 @@ static enum kind kind_of(enum tr_op_id id)
     }
 }
 
-/* A weight or bias as len compact values of the compute dtype in *out (a
- * new allocation; NULL when the argument is None). */
-static tr_status vector_arg(const char *name, const char *what, const struct tr_arg *a,
-                            enum tr_dtype compute, int64_t len, void **out)
+/* Whether a weight or bias argument is present (not None). */
+static bool vector_present(const struct tr_arg *a)
+{
+    return a && !(a->value.kind == TR_VALUE_NONE && !a->tensor);
+}
+
+/* A weight or bias as len compact values of the compute dtype at room
+ * (*out = room; NULL when the argument is None). */
+static tr_status vector_arg(const struct tr_arg *a, enum tr_dtype compute, int64_t len,
+                            char *room, void **out)
 {
     int64_t strides[TR_MAX_DIMS];
     struct tr_tensor *t;
 
     *out = NULL;
-    if (!a || (a->value.kind == TR_VALUE_NONE && !a->tensor))
+    if (!vector_present(a))
         return TR_OK;
     t = tr__arg_tensor(a, tr_value_dtype(&a->value));
     if (!t)
         return tr_last_status();
-    *out = malloc((size_t)(len ? len : 1) * tr_dtype_size(compute));
-    if (!*out) {
-        tr_release(t);
-        return tr__set_error(TR_ERR_OOM, "%s: out of memory for the %s", name, what);
-    }
+    *out = room;
     tr__byte_strides(t, strides);
-    tr__cpu_cast_row(*out, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
+    tr__cpu_cast_row(room, (int64_t)tr_dtype_size(compute), compute, tr_tensor_data(t),
                      t->ndim > 0 ? strides[0] : 0, t->dtype, len);
     tr_release(t);
     return TR_OK;
@@ -421,49 +424,126 @@ static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
     }
 }
 
-static void work_free(struct work *w)
+/* The pool scratch of a job (scratch_impl.h): the weight and the bias in
+ * the compute dtype, then each thread's buffers, at 64-byte offsets. */
+struct layout {
+    uint64_t weight, bias;                                 /* offsets */
+    uint64_t line, block, out, tmp, tile, raw, sums, each; /* in a thread's part */
+    int threads;
+    uint64_t total;
+};
+
+static bool job_parallel(const struct job *j)
 {
-    free(w->line);
-    free(w->tile);
-    free(w->raw);
-    free(w->block);
-    free(w->out);
-    free(w->tmp);
-    free(w->sums);
-    free(w->stage.buf);
-    free(w->scratch);
+    return j->nlines > 1 && j->nlines * j->len > PARALLEL_ELEMENTS;
 }
 
-static bool work_alloc(const struct job *j, struct work *w)
+static void layout_of(const struct job *j, bool weight, bool bias, int threads,
+                      struct layout *l)
 {
-    size_t size = tr_dtype_size(j->compute);
+    uint64_t size = tr_dtype_size(j->compute), vec = (uint64_t)j->len * size, each = 0;
+    bool line = j->cached && !j->direct && !j->tiled, out = !j->direct && !j->tiled;
 
+    memset(l, 0, sizeof *l);
+    l->line = tr__carve(&each, line ? vec : 0);
+    l->block = tr__carve(&each, !j->cached ? BLOCK * size : 0);
+    l->out = tr__carve(&each, out ? BLOCK * size : 0);
+    l->tile = tr__carve(&each, j->tiled ? TILE * vec : 0);
+    l->raw = tr__carve(&each, j->tiled ? 2 * TILE * (uint64_t)TILE_PITCH(j->len) * 8 : 0);
+    l->tmp = tr__carve(&each, BLOCK * size);
+    l->sums = tr__carve(&each, (uint64_t)j->nblocks * 8);
+    l->each = (each + 63) / 64 * 64;
+    l->threads = threads;
+    l->weight = tr__carve(&l->total, weight ? vec : 0);
+    l->bias = tr__carve(&l->total, bias ? vec : 0);
+    l->total = (l->total + 63) / 64 * 64 + (uint64_t)threads * l->each;
+}
+
+/* Thread t's buffers in the scratch at base. */
+static void work_at(const struct job *j, const struct layout *l, char *base, int t,
+                    struct work *w)
+{
+    char *mine = base + (l->total - (uint64_t)l->threads * l->each) + (uint64_t)t * l->each;
     bool line = j->cached && !j->direct && !j->tiled, out = !j->direct && !j->tiled;
 
     memset(w, 0, sizeof *w);
-    if (line)
-        w->line = malloc((size_t)j->len * size);
-    if (!j->cached)
-        w->block = malloc(BLOCK * size);
-    if (out)
-        w->out = malloc(BLOCK * size);
-    if (j->tiled) {
-        w->tile = malloc(TILE * (size_t)j->len * size);
-        w->raw = malloc(2 * TILE * (size_t)TILE_PITCH(j->len) * 8);
+    w->line = line ? mine + l->line : NULL;
+    w->block = !j->cached ? mine + l->block : NULL;
+    w->out = out ? mine + l->out : NULL;
+    w->tile = j->tiled ? mine + l->tile : NULL;
+    w->raw = j->tiled ? mine + l->raw : NULL;
+    w->tmp = mine + l->tmp;
+    w->sums = mine + l->sums;
+}
+
+/* The job's shape for x of shape (ndim of them) and byte strides xs, along
+ * d, into a compact result of dtype ydtype: everything but the data.  x
+ * from a source (fused_impl.h) is never tiled: the source reads a line's
+ * values where they are itself. */
+static void job_geometry(struct job *j, int ndim, const int64_t *shape, const int64_t *xs,
+                         enum tr_dtype xdtype, bool source, int d, enum tr_dtype ydtype,
+                         int64_t *oshape, int64_t *oxs, int64_t *oys)
+{
+    int64_t ys[TR_MAX_DIMS];
+    const int64_t *sp[2] = {oxs, oys};
+    int no = 0;
+
+    tr__contiguous_strides(ndim, shape, ys);
+    j->compute = tr__compute_dtype(ydtype);
+    j->len = 1;
+    for (int i = 0; i < ndim; i++) {
+        ys[i] *= (int64_t)tr_dtype_size(ydtype);
+        if (i == d) {
+            j->len = shape[i];
+            j->xstep = xs[i];
+            j->ystep = ys[i];
+            continue;
+        }
+        oshape[no] = shape[i];
+        oxs[no] = xs[i];
+        oys[no++] = ys[i];
     }
-    w->tmp = malloc(BLOCK * size);
-    w->sums = malloc((size_t)j->nblocks * 8);
-    if (j->store.fn)
-        tr__stage_init(&w->stage, &j->store, (uint64_t)(j->stage_lines * j->line_bytes));
-    if (j->src)
-        w->scratch = tr__source_scratch(j->src);
-    if ((j->src && !w->scratch) || (line && !w->line) || (!j->cached && !w->block) ||
-        (out && !w->out) || (j->tiled && (!w->tile || !w->raw)) || !w->tmp || !w->sums ||
-        (j->store.fn && !w->stage.buf)) {
-        work_free(w);
-        return false;
-    }
-    return true;
+    tr__iter_init(&j->lines, no, oshape, 2, sp);
+    j->nlines = tr__iter_count(&j->lines);
+    j->nblocks = (j->len + BLOCK - 1) / BLOCK;
+    j->cached = j->len <= LINE_CACHE;
+    /* a line of one value is a compact run whatever its stride */
+    j->direct = (j->len == 1 || j->ystep == (int64_t)tr_dtype_size(j->compute)) &&
+                ydtype == j->compute;
+    j->xdtype = xdtype;
+    j->ydtype = ydtype;
+    j->tiled = !source && j->len > 1 && j->len <= TILE_LEN && j->nlines > 1 &&
+               llabs(j->xstep) > (int64_t)tr_dtype_size(xdtype) &&
+               llabs(j->lines.strides[0][j->lines.ndim - 1]) < llabs(j->xstep);
+}
+
+static int dim_along(const struct tr__op *op, int64_t dim, int ndim)
+{
+    if (ndim == 0)
+        return 0;
+    if (op->rule == TR__RULE_LAYER_NORM)
+        return ndim - 1; /* layer_norm and rms_norm: the last dimension */
+    return (int)(dim < 0 ? dim + ndim : dim);
+}
+
+uint64_t tr__nn_scratch(const struct tr__op *op, const struct tr_value *x, bool source,
+                        int64_t dim, enum tr_dtype y, bool weight, bool bias, int threads)
+{
+    int64_t xs[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS], oys[TR_MAX_DIMS];
+    int64_t numel = 1;
+    struct layout l;
+    struct job j;
+
+    for (int i = 0; i < x->ndim; i++)
+        numel *= x->shape[i];
+    if (numel == 0)
+        return 0;
+    memset(&j, 0, sizeof j);
+    tr__value_byte_strides(x, xs);
+    job_geometry(&j, x->ndim, x->shape, xs, x->dtype, source, dim_along(op, dim, x->ndim), y,
+                 oshape, oxs, oys);
+    layout_of(&j, weight, bias, job_parallel(&j) ? threads : 1, &l);
+    return l.total;
 }
 
 /* The dimension a row-wise op works along: dim, or the last one. */
@@ -489,15 +569,17 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
     static const char nothing[1]; /* x's base when the values come from src */
     const char *name = op->info.name;
     const struct tr_arg *eps_arg = tr__arg_named(op, args, "eps");
-    int64_t xs[TR_MAX_DIMS] = {0}, ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
-        oys[TR_MAX_DIMS];
-    const int64_t *sp[2] = {oxs, oys};
+    const struct tr_arg *weight_arg = tr__arg_named(op, args, "weight");
+    const struct tr_arg *bias_arg = tr__arg_named(op, args, "bias");
+    int64_t xs[TR_MAX_DIMS] = {0}, oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS], oys[TR_MAX_DIMS];
     const int64_t *xshape = x ? x->shape : src->shape;
     int xndim = x ? x->ndim : src->ndim;
+    struct tr_tensor *scratch = NULL;
     void *weight = NULL, *bias = NULL;
+    char *room = NULL;
+    struct layout l;
     struct job j;
     int64_t units;
-    int no = 0;
     atomic_int store_error = 0;
     bool failed = false;
     tr_status s = TR_OK;
@@ -514,56 +596,51 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
             flags[d] = true;
         TR_FORWARD_IF_ERROR(src->bind(src, flags));
     }
-    j.compute = tr__compute_dtype(y->dtype);
-    j.len = 1;
     if (x)
         tr__byte_strides(x, xs);
-    tr__byte_strides(y, ys);
-    for (int i = 0; i < xndim; i++) {
-        if (i == d) {
-            j.len = xshape[i];
-            j.xstep = xs[i];
-            j.ystep = ys[i];
-            continue;
-        }
-        oshape[no] = xshape[i];
-        oxs[no] = xs[i];
-        oys[no++] = ys[i];
-    }
-    s = vector_arg(name, "weight", tr__arg_named(op, args, "weight"), j.compute, j.len, &weight);
-    if (s == TR_OK)
-        s = vector_arg(name, "bias", tr__arg_named(op, args, "bias"), j.compute, j.len, &bias);
+    /* y is compact: a new pool tensor or a destination (struct tr_dest) */
+    job_geometry(&j, xndim, xshape, xs, x ? x->dtype : src->dtype, src != NULL, d, y->dtype,
+                 oshape, oxs, oys);
+    layout_of(&j, vector_present(weight_arg), vector_present(bias_arg),
+              tr__team_size(job_parallel(&j)), &l);
+    s = tr__scratch_block(name, l.total, y->storage->device, &scratch);
     if (s != TR_OK)
         goto done;
-    tr__iter_init(&j.lines, no, oshape, 2, sp);
-    j.nlines = tr__iter_count(&j.lines);
-    j.nblocks = (j.len + BLOCK - 1) / BLOCK;
-    j.cached = j.len <= LINE_CACHE;
-    j.direct = j.ystep == (int64_t)tr_dtype_size(j.compute) && y->dtype == j.compute;
+    room = tr_tensor_data_mut(scratch);
+    s = vector_arg(weight_arg, j.compute, j.len, room + l.weight, &weight);
+    if (s == TR_OK)
+        s = vector_arg(bias_arg, j.compute, j.len, room + l.bias, &bias);
+    if (s != TR_OK)
+        goto done;
     j.src = src;
     j.xbase = x ? tr_tensor_data(x) : nothing;
-    j.xdtype = x ? x->dtype : src->dtype;
     j.ybase = tr_tensor_data_mut(y);
-    j.ydtype = y->dtype;
     j.eps = eps_arg ? tr__number(&eps_arg->value) : 0;
     j.weight = weight;
     j.bias = bias;
-    /* a source reads a line's values where they are itself */
-    j.tiled = !src && j.len <= TILE_LEN && j.nlines > 1 &&
-              llabs(j.xstep) > (int64_t)tr_dtype_size(j.xdtype) &&
-              llabs(j.lines.strides[0][j.lines.ndim - 1]) < llabs(j.xstep);
     units = j.tiled ? (j.nlines + TILE - 1) / TILE : j.nlines;
     j.line_bytes = j.len * (int64_t)tr_dtype_size(j.ydtype);
     j.stage_lines = TR__STAGE_BYTES / j.line_bytes;
     if (j.stage_lines < (j.tiled ? TILE : 1))
         j.stage_lines = j.tiled ? TILE : 1;
 
-#pragma omp parallel num_threads(tr_num_threads()) \
-    if (j.nlines > 1 && j.nlines * j.len > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(l.threads) if (l.threads > 1)
     {
         struct work w;
-        bool have = work_alloc(&j, &w);
+        bool have = true;
 
+        work_at(&j, &l, room, tr__team_index(), &w);
+        /* a streamed result's stage is outside the pool: a fixed size,
+         * like BLAS's own buffers (tensorrun(1), STATISTICS); so is a
+         * source's scratch (tr_fused_scratch_bytes) */
+        if (j.store.fn) {
+            tr__stage_init(&w.stage, &j.store, (uint64_t)(j.stage_lines * j.line_bytes));
+            have = w.stage.buf != NULL;
+        }
+        if (have && j.src) {
+            w.scratch = tr__source_scratch(j.src);
+            have = w.scratch != NULL;
+        }
         if (!have) {
 #pragma omp atomic write
             failed = true;
@@ -586,18 +663,15 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
             else
                 line_f64(&j, u, &w, NULL, yline);
         }
-        if (have) {
-            tr__stage_finish(&w.stage, &store_error);
-            work_free(&w);
-        }
+        tr__stage_finish(&w.stage, &store_error); /* nothing when it has no buffer */
+        free(w.scratch);
     }
     if (failed)
-        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's line buffers", name);
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's stage or scratch", name);
     else if (atomic_load(&store_error))
         s = tr__store_failed(&j.store, atomic_load(&store_error));
 done:
-    free(weight);
-    free(bias);
+    tr_release(scratch);
     return s;
 }
 

@@ -32,6 +32,7 @@
 #include "../kernels.h"
 #include "fused_impl.h"
 #include "reduce_impl.h"
+#include "../scratch_impl.h"
 
 #define BLOCK TR__REDUCE_BLOCK
 /* Units (blocks of outputs) per round: bounds the partials to 1 MiB. */
@@ -43,12 +44,13 @@
  * a block of TILE outputs is read row by row, 256 bytes of f32 at a time,
  * instead of each output walking its own column across thousands of
  * pages.  (64 measured 1.5 times faster than 16 and 32; the tile buffer
- * is at most 2 MiB a thread.) */
+ * is at most 2 MiB a thread, and only as long as a block's values need.) */
 #define TILE 64
-/* Items between the rows of a tile buffer: BLOCK plus a cache line, so
- * that the TILE rows written together do not fall in the same cache sets
- * (rows exactly 16 KiB apart do, and thrash). */
-#define TILE_PITCH (BLOCK + 16)
+/* Items between the rows of a tile buffer: the values of a block (BLOCK,
+ * or all n when fewer) plus a cache line, so that the TILE rows written
+ * together do not fall in the same cache sets (rows exactly 16 KiB apart
+ * do, and thrash). */
+#define TILE_PITCH(block) ((block) + 16)
 
 /* A partial or a final result of one output: a value of the pass's compute
  * dtype and, for argmax and argmin, that value's position among the n. */
@@ -487,6 +489,7 @@ struct plan {
     struct tr__iter reduced;
     int64_t nout, n, nblocks;
     bool tiled;              /* read TILE outputs at a time (see TILE) */
+    int64_t pitch;           /* items between a tile buffer's rows */
     const struct tr__source *src; /* not NULL: the values come from it, not x */
 };
 
@@ -521,21 +524,22 @@ static tr_status dims_flags(const char *name, const struct tr_arg *dims, int ndi
     return TR_OK;
 }
 
-static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *flags)
+/* The plan of a reduction over the flagged dimensions of ndim-d values
+ * of dtype with byte strides: everything but the data. */
+static void plan_geometry(struct plan *p, int ndim, const int64_t *shape,
+                          const int64_t *strides, enum tr_dtype dtype, const bool *flags)
 {
-    int64_t strides[TR_MAX_DIMS], kshape[TR_MAX_DIMS], kstrides[TR_MAX_DIMS];
+    int64_t kshape[TR_MAX_DIMS], kstrides[TR_MAX_DIMS];
     int64_t rshape[TR_MAX_DIMS], rstrides[TR_MAX_DIMS];
     const int64_t *sp;
     int nk = 0, nr = 0;
 
-    p->src = NULL;
-    tr__byte_strides(x, strides);
-    for (int d = 0; d < x->ndim; d++) {
+    for (int d = 0; d < ndim; d++) {
         if (flags[d]) {
-            rshape[nr] = x->shape[d];
+            rshape[nr] = shape[d];
             rstrides[nr++] = strides[d];
         } else {
-            kshape[nk] = x->shape[d];
+            kshape[nk] = shape[d];
             kstrides[nk++] = strides[d];
         }
     }
@@ -546,45 +550,93 @@ static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *fla
     p->nout = tr__iter_count(&p->kept);
     p->n = tr__iter_count(&p->reduced);
     p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
-    p->base = tr_tensor_data(x);
-    p->dtype = x->dtype;
+    p->pitch = TILE_PITCH(p->n < BLOCK ? p->n : BLOCK);
+    p->base = NULL;
+    p->dtype = dtype;
+    p->src = NULL;
     {
         int64_t rstep = llabs(p->reduced.strides[0][p->reduced.ndim - 1]);
         int64_t kstep = llabs(p->kept.strides[0][p->kept.ndim - 1]);
-        p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(x->dtype) &&
+        p->tiled = p->nout > 1 && p->n > 1 && rstep != (int64_t)tr_dtype_size(dtype) &&
                    kstep < rstep;
     }
 }
 
-/* The plan of a reduction of src's values (fused_impl.h): src walks the
- * values itself, so only the counts are the plan's. */
-static tr_status plan_init_source(struct plan *p, const struct tr__source *src, const bool *flags)
+static void plan_init(struct plan *p, const struct tr_tensor *x, const bool *flags)
+{
+    int64_t strides[TR_MAX_DIMS];
+
+    tr__byte_strides(x, strides);
+    plan_geometry(p, x->ndim, x->shape, strides, x->dtype, flags);
+    p->base = tr_tensor_data(x);
+}
+
+/* The plan of a reduction over the flagged dimensions of values of dtype
+ * and shape that a source (fused_impl.h) gives: it walks the values
+ * itself, so only the counts are the plan's, and it is never tiled. */
+static void plan_source_geometry(struct plan *p, int ndim, const int64_t *shape,
+                                 enum tr_dtype dtype, const bool *flags)
 {
     memset(p, 0, sizeof *p);
     p->nout = p->n = 1;
-    for (int d = 0; d < src->ndim; d++) {
+    for (int d = 0; d < ndim; d++) {
         if (flags[d])
-            p->n *= src->shape[d];
+            p->n *= shape[d];
         else
-            p->nout *= src->shape[d];
+            p->nout *= shape[d];
     }
     p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
-    p->dtype = src->dtype;
+    p->dtype = dtype;
+}
+
+static tr_status plan_init_source(struct plan *p, const struct tr__source *src, const bool *flags)
+{
+    plan_source_geometry(p, src->ndim, src->shape, src->dtype, flags);
     p->src = src;
     return src->bind(src, flags);
 }
 
+/* The pool scratch of a plan (scratch_impl.h): outputs go cnt at a time;
+ * one block holds their accumulators, partials, parameters and finished
+ * values (at 64-byte offsets), another every thread's tile buffer. */
+struct layout {
+    int64_t cnt;
+    uint64_t accs, parts, params, vals, partials; /* offsets; the block's bytes */
+    uint64_t tile;                                /* one thread's tile buffer */
+    int threads;
+    uint64_t tiles;                               /* the tile buffers' block */
+};
+
+static void layout_of(const struct plan *p, bool two_pass, enum tr_dtype fin, int max_threads,
+                      struct layout *l)
+{
+    int64_t cnt = CHUNK_UNITS / p->nblocks;
+
+    memset(l, 0, sizeof *l);
+    cnt = cnt < 1 ? 1 : cnt > p->nout ? p->nout : cnt;
+    l->cnt = cnt;
+    l->accs = tr__carve(&l->partials, (uint64_t)cnt * sizeof(struct acc));
+    l->parts = tr__carve(&l->partials,
+                         p->nblocks > 1 ? (uint64_t)(cnt * p->nblocks) * sizeof(struct acc) : 0);
+    l->params = tr__carve(&l->partials, two_pass ? (uint64_t)cnt * sizeof(double) : 0);
+    l->vals = tr__carve(&l->partials, (uint64_t)cnt * tr_dtype_size(fin));
+    /* the first round has the most outputs: its team is the largest */
+    l->threads = cnt * p->n > PARALLEL_ELEMENTS ? max_threads : 1;
+    l->tile = p->tiled ? (uint64_t)TILE * (uint64_t)p->pitch * tr_dtype_size(p->dtype) : 0;
+    l->tiles = (uint64_t)l->threads * l->tile;
+}
+
 /* Values [first, first + n) of nt outputs (at byte offsets offs from
- * base), as raw items: output q's at raw + q * TILE_PITCH items.  Each
+ * base), as raw items: output q's at raw + q * pitch items.  Each
  * reduced position is read for all nt outputs before the next. */
 #define GATHER_TILE(T)                                                       \
     for (int64_t r = 0; r < run; r++)                                        \
         for (int q = 0; q < nt; q++)                                         \
-            memcpy(raw + ((int64_t)q * TILE_PITCH + done + r) * (int64_t)sizeof(T), \
+            memcpy(raw + ((int64_t)q * pitch + done + r) * (int64_t)sizeof(T),     \
                    src + offs[q] + r * step, sizeof(T))
 
 static void gather_tile(const struct tr__iter *it, const char *base, const int64_t *offs, int nt,
-                        int64_t first, int64_t n, size_t size, char *raw)
+                        int64_t first, int64_t n, size_t size, int64_t pitch, char *raw)
 {
     int last = it->ndim - 1;
     int64_t len = it->shape[last], step = it->strides[0][last];
@@ -614,23 +666,27 @@ static void gather_tile(const struct tr__iter *it, const char *base, const int64
  * parameter.  A unit of work is one block of one output, or of a tile of
  * TILE outputs; units are taken block-major, so that neighbouring outputs
  * read neighbouring memory.  Either way every output's leaf sees the same
- * values.  False when a thread's tile buffer cannot be had.
+ * values.  tiles holds a tile buffer of tile_bytes for each thread of the
+ * team, when the plan is tiled.  A source's values are fetched into each
+ * thread's own scratch of the source (malloc, outside the pool: see
+ * tr_fused_scratch_bytes); false when a thread cannot have it.
  */
 static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, int64_t cnt,
-                     const double *params, struct acc *parts, struct acc *accs)
+                     const double *params, struct acc *parts, struct acc *accs, char *tiles,
+                     uint64_t tile_bytes)
 {
     int64_t nb = p->nblocks, per_block = p->tiled ? (cnt + TILE - 1) / TILE : cnt;
     int64_t units = per_block * nb, csize = (int64_t)tr_dtype_size(ps->compute);
     size_t size = tr_dtype_size(p->dtype);
-    bool failed = false;
+    bool parallel = cnt * p->n > PARALLEL_ELEMENTS, failed = false;
 
-#pragma omp parallel num_threads(tr_num_threads()) if (cnt * p->n > PARALLEL_ELEMENTS)
+#pragma omp parallel num_threads(tr__team_size(parallel)) if (parallel)
     {
         _Alignas(64) char buf[BLOCK * 8];
-        char *raw = p->tiled ? malloc(TILE * TILE_PITCH * size) : NULL;
+        char *raw = p->tiled ? tiles + (uint64_t)tr__team_index() * tile_bytes : NULL;
         void *scratch = p->src ? tr__source_scratch(p->src) : NULL;
 
-        if ((p->tiled && !raw) || (p->src && !scratch)) {
+        if (p->src && !scratch) {
 #pragma omp atomic write
             failed = true;
         }
@@ -658,15 +714,13 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                          nb == 1 ? &accs[o] : &parts[o * nb + j]);
                 continue;
             }
-            if (!raw)
-                continue;
             o *= TILE;
             nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
             for (int q = 0; q < nt; q++)
                 tr__iter_offsets(&p->kept, o0 + o + q, &off[q]);
-            gather_tile(&p->reduced, p->base, off, nt, first, m, size, raw);
+            gather_tile(&p->reduced, p->base, off, nt, first, m, size, p->pitch, raw);
             for (int q = 0; q < nt; q++) {
-                const char *row = raw + (int64_t)q * TILE_PITCH * (int64_t)size;
+                const char *row = raw + (int64_t)q * p->pitch * (int64_t)size;
                 if (p->dtype == ps->compute) {
                     values = row;
                 } else {
@@ -677,7 +731,6 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                          nb == 1 ? &accs[o + q] : &parts[(o + q) * nb + j]);
             }
         }
-        free(raw);
         free(scratch);
         if (nb > 1) {
 #pragma omp for schedule(static)
@@ -892,12 +945,14 @@ static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
     enum tr_dtype in, fin;
     struct pass ps;
     struct plan p;
+    struct layout l;
     bool flags[TR_MAX_DIMS];
     int64_t cnt, done_outputs = 0;
     size_t fin_size;
-    struct acc *accs = NULL, *parts = NULL;
-    double *params = NULL;
-    char *vals = NULL, *ydata;
+    struct tr_tensor *partials = NULL, *tiles = NULL;
+    struct acc *accs, *parts;
+    double *params;
+    char *vals, *ydata, *room;
     tr_status s;
 
     (void)out; /* y has its dtype and shape */
@@ -917,19 +972,22 @@ static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
     compute_dtypes(k, p.dtype, y->dtype, &in, &fin);
     ps = first_pass(k, in, ord);
     fin_size = tr_dtype_size(fin);
-    cnt = CHUNK_UNITS / p.nblocks;
-    cnt = cnt < 1 ? 1 : cnt > p.nout ? p.nout : cnt;
-    accs = malloc((size_t)cnt * sizeof *accs);
-    vals = malloc((size_t)cnt * fin_size);
-    params = two_pass ? malloc((size_t)cnt * sizeof *params) : NULL;
-    parts = p.nblocks > 1 ? malloc((size_t)(cnt * p.nblocks) * sizeof *parts) : NULL;
-    if (!accs || !vals || (two_pass && !params) || (p.nblocks > 1 && !parts)) {
-        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for the partial results", name);
+    layout_of(&p, two_pass, fin, tr__team_size(true), &l);
+    cnt = l.cnt;
+    s = tr__scratch_block(name, l.partials, y->storage->device, &partials);
+    if (s == TR_OK)
+        s = tr__scratch_block(name, l.tiles, y->storage->device, &tiles);
+    if (s != TR_OK)
         goto done;
-    }
+    room = tr_tensor_data_mut(partials);
+    accs = (struct acc *)(void *)(room + l.accs);
+    parts = p.nblocks > 1 ? (struct acc *)(void *)(room + l.parts) : NULL;
+    params = two_pass ? (double *)(void *)(room + l.params) : NULL;
+    vals = room + l.vals;
     for (int64_t o0 = 0; o0 < p.nout; o0 += cnt) {
         int64_t c = p.nout - o0 < cnt ? p.nout - o0 : cnt;
-        if (!run_pass(&p, &ps, o0, c, NULL, parts, accs))
+        if (!run_pass(&p, &ps, o0, c, NULL, parts, accs,
+                      tiles ? tr_tensor_data_mut(tiles) : NULL, l.tile))
             break;
         if (two_pass) {
             struct pass second = ps;
@@ -946,7 +1004,8 @@ static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
             } else {
                 second.leaf = leaf_sqdev_f64;
             }
-            if (!run_pass(&p, &second, o0, c, params, parts, accs))
+            if (!run_pass(&p, &second, o0, c, params, parts, accs,
+                          tiles ? tr_tensor_data_mut(tiles) : NULL, l.tile))
                 break;
         }
         for (int64_t o = 0; o < c; o++)
@@ -958,12 +1017,10 @@ static tr_status reduce_into(const struct tr__op *op, const struct tr_arg *args,
         done_outputs = o0 + c;
     }
     if (done_outputs < p.nout)
-        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's buffers", name);
+        s = tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's scratch", name);
 done:
-    free(accs);
-    free(parts);
-    free(params);
-    free(vals);
+    tr_release(tiles);
+    tr_release(partials);
     return s;
 }
 
@@ -998,6 +1055,38 @@ tr_status tr__reduce_source(const struct tr__op *op, const struct tr_arg *args,
                             struct tr_tensor *y)
 {
     return reduce_into(op, args, out, NULL, src, y);
+}
+
+tr_status tr__reduce_scratch(const struct tr__op *op, const struct tr_value *x, bool source,
+                             const struct tr_value *dims, enum tr_dtype y, int threads,
+                             uint64_t *partials, uint64_t *tiles)
+{
+    enum kind k = kind_of(op->info.id);
+    struct tr_arg dims_arg;
+    int64_t strides[TR_MAX_DIMS];
+    bool flags[TR_MAX_DIMS];
+    enum tr_dtype in, fin;
+    struct layout l;
+    struct plan p;
+
+    *partials = *tiles = 0;
+    memset(&dims_arg, 0, sizeof dims_arg);
+    if (dims)
+        dims_arg.value = *dims;
+    TR_FORWARD_IF_ERROR(dims_flags(op->info.name, dims ? &dims_arg : NULL, x->ndim, flags));
+    if (source) {
+        plan_source_geometry(&p, x->ndim, x->shape, x->dtype, flags);
+    } else {
+        tr__value_byte_strides(x, strides);
+        plan_geometry(&p, x->ndim, x->shape, strides, x->dtype, flags);
+    }
+    if (p.nout == 0 || ((k == K_ARGMAX || k == K_ARGMIN) && p.n == 0))
+        return TR_OK;
+    compute_dtypes(k, x->dtype, y, &in, &fin);
+    layout_of(&p, k == K_VAR || k == K_STD || k == K_LOGSUMEXP, fin, threads, &l);
+    *partials = l.partials;
+    *tiles = l.tiles;
+    return TR_OK;
 }
 
 /* ------------------------------------------------------------- cumsum */

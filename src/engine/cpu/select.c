@@ -20,6 +20,7 @@
 #include "../kernel_impl.h"
 
 #include "../kernels.h"
+#include "../scratch_impl.h"
 
 /* Values read and converted at a time. */
 #define BLOCK 2048
@@ -192,6 +193,20 @@ static bool keeps_best(int64_t k, int64_t n)
 static int64_t room_bytes(int64_t k, int64_t n)
 {
     return (keeps_best(k, n) ? k : 2 * n) * (int64_t)sizeof(struct entry) + BLOCK * 8;
+}
+
+uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int threads)
+{
+    int64_t n = x->ndim ? x->shape[dim_of(dim, x->ndim)] : 1, numel = 1, lines;
+
+    for (int i = 0; i < x->ndim; i++)
+        numel *= x->shape[i];
+    if (numel == 0 || k == 0)
+        return 0; /* no result values: tr__k_sort returns before its room */
+    lines = numel / n;
+    /* as tr__k_sort: one line's room for each thread of its team */
+    return (uint64_t)(lines > 1 && lines * n > PARALLEL_ELEMENTS ? threads : 1) *
+           (uint64_t)room_bytes(k, n);
 }
 
 /* The k first entries, in the order asked for, of a line of n values
