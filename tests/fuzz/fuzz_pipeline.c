@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "pipeline.h"
+#include "tensorrun_fused.h"
 #include "plan.h"
 #include "program_print.h"
 
@@ -228,8 +229,28 @@ static void check_instr(const struct program *prog, size_t i, int stage)
         check(prog->groups[in->group].write == i);
         check(in->nwargs == prog->groups[in->group].nmembers);
         break;
+    case INSTR_FUSED:
+        /* a chain: its steps before it, in its stage, fused into it */
+        check(in->op && in->chain && in->nresults == 1 && in->fused_into < 0);
+        check(in->nfinputs >= 0 && in->nfinputs <= TR_FUSED_MAX_INPUTS);
+        check(in->nfinputs == in->chain->ninputs);
+        for (int k = 0; k < in->nfinputs; k++)
+            check(in->finputs[k] < prog->nvalues &&
+                  prog->values[in->finputs[k]].meta.kind == TR_VALUE_TENSOR);
+        {
+            int steps = 0;
+            for (size_t j = 0; j < i; j++)
+                steps += prog->instrs[j].fused_into == (ptrdiff_t)i;
+            check(steps == in->chain->nsteps - !in->chain->has_tail);
+        }
+        break;
     default:
         check(false);
+    }
+    if (in->fused_into >= 0) {
+        const struct instr *chain = &prog->instrs[in->fused_into];
+        check(in->kind == INSTR_OP && (size_t)in->fused_into > i && chain->kind == INSTR_FUSED &&
+              chain->stage == stage && prog->values[in->results[0]].fused);
     }
     for (int k = 0; k < in->nresults; k++) {
         check(in->results[k] < prog->nvalues);
@@ -252,7 +273,7 @@ static void check_instr(const struct program *prog, size_t i, int stage)
     if (in->dest_group >= 0) {
         const struct output_group *g = &prog->groups[in->dest_group];
         uint32_t id = prog->outputs[g->members[0]];
-        check(in->kind == INSTR_OP && !op_is_view(in->op) && g->mappable);
+        check((in->kind == INSTR_OP || in->kind == INSTR_FUSED) && !op_is_view(in->op) && g->mappable);
         check(in->results[0] == id && !prog->values[id].kept);
         check(prog->values[id].last_use == g->write);
         for (size_t j = 0; j < prog->ninstrs; j++)
@@ -286,7 +307,7 @@ static void check_program(const struct plan *plan)
         check(pv->last_use == LIVE_UNUSED || pv->last_use == LIVE_FOREVER ||
               pv->last_use < prog->ninstrs);
         if (pv->last_use == LIVE_UNUSED)
-            check(pv->origin != ORIGIN_RESULT && !pv->kept);
+            check((pv->origin != ORIGIN_RESULT || pv->fused) && !pv->kept); /* a chain's step is never made */
         /* a value that dies is in its instruction's dies exactly once */
         if (pv->last_use < prog->ninstrs) {
             const struct instr *in = &prog->instrs[pv->last_use];
@@ -341,7 +362,15 @@ static void check_program(const struct plan *plan)
         for (size_t m = 0; m < grp->nmembers; m++) {
             check(grp->members[m] < prog->noutputs);
             uint32_t id = prog->outputs[grp->members[m]];
-            check(id != VALUE_NONE && w->wargs[m] == id);
+            check(id != VALUE_NONE && w->wargs[m] < prog->nvalues);
+            /* the value itself, or its copy moved to the CPU for the write */
+            if (w->wargs[m] != id) {
+                const struct value *copy = &prog->values[w->wargs[m]];
+                const struct instr *move = &prog->instrs[copy->def];
+                check(copy->origin == ORIGIN_RESULT && move->transfer &&
+                      move->args[0].kind == OPERAND_VALUE && move->args[0].value == id &&
+                      copy->meta.device.kind == TR_DEV_CPU);
+            }
             check(strcmp(p->outputs[grp->members[m]].path, grp->path) == 0);
             /* a file is written once its values are made */
             const struct value *v = &prog->values[id];
