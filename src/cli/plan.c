@@ -24,33 +24,11 @@
 
 /* ------------------------------------------------------------ arena */
 
-/* Lists, strings and name tables that values point into, freed together
- * with the plan. */
-struct plan_arena {
-    struct plan_arena *next;
-    size_t used, size;
-    _Alignas(16) char data[];
-};
-
+/* Lists, strings and name tables live in the program's arena, freed with
+ * it. */
 static void *arena_alloc(struct plan *plan, size_t bytes)
 {
-    struct plan_arena *a = plan->arena;
-    void *p;
-
-    bytes = (bytes + 15) & ~(size_t)15;
-    if (!a || a->size - a->used < bytes) {
-        size_t size = bytes > 65536 ? bytes : 65536;
-        a = malloc(sizeof *a + size);
-        if (!a)
-            return NULL;
-        a->next = plan->arena;
-        a->used = 0;
-        a->size = size;
-        plan->arena = a;
-    }
-    p = a->data + a->used;
-    a->used += bytes;
-    return p;
+    return program_alloc(plan->program, bytes);
 }
 
 static const char *arena_strdup(struct plan *plan, const char *s)
@@ -661,10 +639,5 @@ void plan_free(struct plan *plan)
     free(plan->values);
     free(plan->stages);
     program_free(plan->program);
-    while (plan->arena) {
-        struct plan_arena *next = plan->arena->next;
-        free(plan->arena);
-        plan->arena = next;
-    }
     free(plan);
 }

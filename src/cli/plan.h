@@ -60,8 +60,8 @@ struct plan {
     size_t nstages;
     uint64_t peak_bytes;           /* over all stages */
     uint64_t mapped_bytes;
-    struct plan_arena *arena;      /* lists and strings the values point into */
-    struct program *program;       /* what runs (when there are no errors) */
+    struct program *program;       /* what runs (when there are no errors); its arena
+                                      holds the lists and strings values point into */
 };
 
 /* Checks p through and through; every error goes to diags.  Returns the
