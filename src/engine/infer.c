@@ -372,16 +372,18 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
             okay = false;
         }
         if (!okay && v->kind == TR_VALUE_LIST) {
-            /* the list is right, one of its items is not */
+            /* the list is right, one of its items is not (when every item
+             * is an integer, a list is what is wrong: below) */
             size_t k = 0;
             while (k < v->count && v->items[k].kind == TR_VALUE_INT)
                 k++;
-            return fail(bad, i, TR_ERR_INVALID, op->info.name,
-                        "argument '%s' must be %s; the item at index %zu is %s", p->name,
-                        tr_param_kind_what(p->kind), k,
-                        v->items[k].kind == TR_VALUE_FLOAT
-                            ? "a float (an integer is wanted: 7 / 2 is the float 3.5)"
-                            : "not an integer");
+            if (k < v->count)
+                return fail(bad, i, TR_ERR_INVALID, op->info.name,
+                            "argument '%s' must be %s; the item at index %zu is %s", p->name,
+                            tr_param_kind_what(p->kind), k,
+                            v->items[k].kind == TR_VALUE_FLOAT
+                                ? "a float (an integer is wanted: 7 / 2 is the float 3.5)"
+                                : "not an integer");
         }
         if (!okay) {
             static const char *const what[] = {

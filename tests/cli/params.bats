@@ -166,3 +166,10 @@ stages:
     run_tensorrun 3 validate p.yaml
     [[ "$stderr" == *"p.yaml:4:30: error: zeros: argument 'shape' must be a shape"* ]]
 }
+
+@test "a list of integers where one integer is taken: the list is what is wrong" {
+    run_tensorrun 3 eval 'argmax(arange(6), dim=[0, 0])' --print
+    [[ "$stderr" == *"argmax: argument 'dim' must be an integer or None, not a list"* ]]
+    run_tensorrun 3 eval 'argmax(arange(6), dim=[0, 1.5])' --print
+    [[ "$stderr" == *"the item at index 1 is a float"* ]]
+}
