@@ -89,7 +89,7 @@ static struct tr_tensor *make_input(enum tr_dtype d, int ndim, const int64_t *sh
         layout = 0;
     if (layout == 4 && (ndim == 0 || shape[last] == 1))
         layout = 0;
-    memcpy(base, shape, sizeof base);
+    memcpy(base, shape, (size_t)ndim * sizeof *base);
     if (layout == 1)
         for (int i = 0; i < ndim; i++)
             base[i] = shape[ndim - 1 - i];
