@@ -253,13 +253,16 @@ static ptrdiff_t several_tensors(const struct input *in, const struct tio_file *
     return -1;
 }
 
-static uint32_t input_value(struct plan *plan, const struct plan_value *v, size_t input)
+/* The program's value for binding v of an input (origin ORIGIN_INPUT, the
+ * pipeline's input number input) or a param (ORIGIN_CONSTANT). */
+static uint32_t binding_value(struct plan *plan, const struct plan_value *v,
+                              enum value_origin origin, size_t input)
 {
     struct value pv;
 
     memset(&pv, 0, sizeof pv);
     pv.meta = v->meta;
-    pv.origin = ORIGIN_INPUT;
+    pv.origin = origin;
     pv.name = v->name;
     pv.line = v->line;
     pv.col = v->col;
@@ -352,7 +355,7 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
         memcpy(v->meta.shape, e->shape, sizeof e->shape);
         v->meta.device = TR_CPU;
         pi->meta = v->meta;
-        v->value = input_value(plan, v, i);
+        v->value = binding_value(plan, v, ORIGIN_INPUT, i);
         v->poisoned = v->value == VALUE_NONE;
     }
 }
@@ -407,20 +410,12 @@ static void bind_params(struct plan *plan)
         struct plan_value *v = plan_bind(plan, param->name, -1, param->line, param->col);
         if (!v)
             return;
-        struct value pv;
         v->param = true;
         if (!param_meta(plan, param, &v->meta)) {
             v->poisoned = true; /* out of memory */
             continue;
         }
-        memset(&pv, 0, sizeof pv);
-        pv.meta = v->meta;
-        pv.origin = ORIGIN_CONSTANT;
-        pv.name = v->name;
-        pv.line = v->line;
-        pv.col = v->col;
-        pv.stage = -1;
-        v->value = program_add_value(plan->program, &pv);
+        v->value = binding_value(plan, v, ORIGIN_CONSTANT, 0);
         v->poisoned = v->value == VALUE_NONE;
     }
 }
