@@ -47,6 +47,7 @@ struct exec {
     struct tr_device devices[REPORT_MAX_DEVICES];
     uint64_t device_peaks[REPORT_MAX_DEVICES];
     size_t ndevices;
+    bool check_memory;            /* TENSORRUN_CHECK_MEMORY: peaks must be the pass's */
 };
 
 static double now_ms(void)
@@ -124,61 +125,50 @@ static struct tr_tensor *constant_tensor(const struct tr_value *value)
     return t;
 }
 
-/* Writes group g's file from its members' values (the write instruction in). */
+/* Writes group g's file from its members' values (the write instruction
+ * in), each converted to its output's dtype as it is written; a constant
+ * is made a tensor first (the memory pass counts both, memory.h). */
 static tr_status write_group(struct exec *x, const struct instr *in)
 {
     const struct output_group *g = &x->prog->groups[in->group];
     const struct output *outs = x->p->outputs;
     const char **names = calloc(g->nmembers, sizeof *names);
     const struct tr_tensor **tensors = calloc(g->nmembers, sizeof *tensors);
-    struct tr_tensor **casts = calloc(g->nmembers, sizeof *casts);
-    enum tr_dtype dtype = outs[g->members[0]].dtype;
+    struct tr_tensor **constants = calloc(g->nmembers, sizeof *constants);
+    enum tr_dtype *dtypes = calloc(g->nmembers, sizeof *dtypes);
     tr_status s = TR_OK;
 
-    if (!names || !tensors || !casts) {
+    if (!names || !tensors || !constants || !dtypes) {
         s = tr_set_error(TR_ERR_OOM, "out of memory writing %s", g->path);
         goto done;
     }
-    /* one dtype for the whole file is converted while writing; outputs of
-     * one file with different dtypes are converted first */
-    for (size_t i = 1; i < g->nmembers; i++)
-        if (outs[g->members[i]].dtype != dtype)
-            dtype = TR_DTYPE_COUNT + 1;
     for (size_t i = 0; i < g->nmembers && s == TR_OK; i++) {
         const struct output *out = &outs[g->members[i]];
         uint32_t id = in->wargs[i];
         names[i] = g->nmembers > 1 || out->format == TIO_FORMAT_SAFETENSORS ? output_key(out) : NULL;
+        dtypes[i] = out->dtype;
         tensors[i] = x->tensors[id];
         if (!tensors[i]) {
-            casts[i] = constant_tensor(&x->prog->values[id].meta);
-            tensors[i] = casts[i];
-            if (!casts[i]) {
-                s = tr_last_status();
-                break;
-            }
-        }
-        if (dtype == TR_DTYPE_COUNT + 1 && out->dtype != TR_DTYPE_COUNT) {
-            struct tr_tensor *cast = tr_cast(tensors[i], out->dtype);
-            tr_release(casts[i]);
-            casts[i] = cast;
-            tensors[i] = cast;
-            if (!cast)
+            constants[i] = constant_tensor(&x->prog->values[id].meta);
+            tensors[i] = constants[i];
+            if (!constants[i])
                 s = tr_last_status();
         }
     }
     if (s == TR_OK)
-        s = tio_output_write(x->files[in->group].file, g->nmembers, names, tensors,
-                             dtype == TR_DTYPE_COUNT + 1 ? TR_DTYPE_COUNT : dtype, NULL);
+        s = tio_output_write_each(x->files[in->group].file, g->nmembers, names, tensors, dtypes,
+                                  NULL);
     if (s == TR_OK) {
         x->files[in->group].written = true;
         x->written_bytes += tio_output_bytes(x->files[in->group].file);
     }
 done:
-    for (size_t i = 0; casts && i < g->nmembers; i++)
-        tr_release(casts[i]);
+    for (size_t i = 0; constants && i < g->nmembers; i++)
+        tr_release(constants[i]);
     free(names);
     free(tensors);
-    free(casts);
+    free(constants);
+    free(dtypes);
     return s;
 }
 
@@ -284,16 +274,6 @@ static void free_arg(struct tr_arg *arg)
     free((void *)arg->items);
 }
 
-/* Whether instruction in reads value more than once. */
-static bool read_twice(const struct instr *in, uint32_t value)
-{
-    int n = 0;
-
-    for (int i = 0; i < in->nargs; i++)
-        n += in->args[i].kind == OPERAND_VALUE && in->args[i].value == value;
-    return n > 1;
-}
-
 /* ------------------------------------------------------------ instructions */
 
 /* The result checked against what the lowering typed: a mismatch is a bug
@@ -308,30 +288,6 @@ static tr_status check_result(const struct value *v, const struct tr_tensor *t)
     if (same)
         return TR_OK;
     return tr_set_error(TR_ERR_STATE, "internal error: a result is not what validate typed it as");
-}
-
-/* The argument of an elementwise instruction that may take its result in
- * place: a result that dies here, read once, the only handle of its
- * memory, of the result's dtype and shape; or NULL. */
-static struct tr_tensor *consumed(const struct exec *x, const struct instr *in, size_t at,
-                                  const struct tr_arg *args)
-{
-    const struct value *r = &x->prog->values[in->results[0]];
-
-    if (in->op->group_id != TR_GROUP_UNARY && in->op->group_id != TR_GROUP_BINARY)
-        return NULL;
-    for (int i = 0; i < in->nargs; i++) {
-        const struct operand *o = &in->args[i];
-        const struct value *v = o->kind == OPERAND_VALUE ? &x->prog->values[o->value] : NULL;
-        struct tr_tensor *t = args[i].tensor;
-        if (!v || !t || v->last_use != at || v->origin != ORIGIN_RESULT || read_twice(in, o->value))
-            continue;
-        if (v->meta.dtype == r->meta.dtype && v->meta.ndim == r->meta.ndim &&
-            memcmp(v->meta.shape, r->meta.shape, (size_t)v->meta.ndim * sizeof *v->meta.shape) == 0 &&
-            tr_tensor_is_sole_handle(t))
-            return t;
-    }
-    return NULL;
 }
 
 static tr_status run_op(struct exec *x, size_t at)
@@ -354,8 +310,13 @@ static tr_status run_op(struct exec *x, size_t at)
         sink = tio_output_sink(f);
         dest.tensor = file;
         dest.sink = &sink;
-    } else if (s == TR_OK) {
-        dest.tensor = consumed(x, in, at, args); /* x * 2 + 1 needs one buffer */
+    } else if (s == TR_OK && in->in_place >= 0) {
+        /* the memory pass found this argument's memory free to take (x * 2 + 1
+         * needs one buffer); another handle of it would be a bug of that pass */
+        dest.tensor = args[in->in_place].tensor;
+        if (!dest.tensor || !tr_tensor_is_sole_handle(dest.tensor))
+            s = tr_set_error(TR_ERR_STATE, "internal error: %s was to be computed in the "
+                                           "memory of a value still in use", in->op->name);
     }
     if (s == TR_OK)
         s = tr_op_run(in->op, args, dest.tensor ? &dest : NULL, out);
@@ -419,56 +380,45 @@ static tr_status run_fused(struct exec *x, size_t at)
     return s;
 }
 
-/* A subscript's integer, or TR_SLICE_NONE for None. */
-static int64_t subscript_int(const struct exec *x, const struct operand *o)
+/* A subscript's operand as a description: a builtin's number as it is now. */
+static struct tr_value subscript_value(const struct exec *x, const struct operand *o)
 {
-    const struct tr_value *v = o->kind == OPERAND_VALUE ? &x->prog->values[o->value].meta : &o->meta;
-
-    return v->kind == TR_VALUE_INT ? v->integer : TR_SLICE_NONE;
+    return o->kind == OPERAND_VALUE ? x->prog->values[o->value].meta : o->meta;
 }
 
-/* base[subscripts]: NumPy basic indexing, made of views one dimension at a
- * time (d is the dimension of the view so far that the next subscript
- * applies to). */
+/* base[subscripts]: NumPy basic indexing, a view (tr_index_view). */
 static tr_status run_index(struct exec *x, size_t at)
 {
     const struct instr *in = &x->prog->instrs[at];
-    struct tr_tensor *base = x->tensors[in->args[0].value], *t, *next;
-    int consumed = 0, d = 0, ndim = tr_tensor_ndim(base);
+    struct tr_value subs[TR_MAX_DIMS * 4 + 1], bounds[TR_MAX_DIMS * 4 + 1][3];
+    struct tr_tensor *t;
 
-    for (size_t i = 0; i < in->nsubs; i++)
-        consumed += in->subs[i].kind == SUB_INDEX || in->subs[i].kind == SUB_SLICE;
-    t = tr_expand(base, tr_tensor_shape(base), ndim); /* our own handle */
-    for (size_t i = 0; t && i < in->nsubs; i++) {
+    if (in->nsubs > sizeof subs / sizeof subs[0])
+        return tr_set_error(TR_ERR_INDEX, "too many indices (%zu)", in->nsubs);
+    for (size_t i = 0; i < in->nsubs; i++) {
         const struct subscript *sub = &in->subs[i];
-        int64_t step;
+        memset(&subs[i], 0, sizeof subs[i]);
         switch (sub->kind) {
         case SUB_ELLIPSIS:
-            d += ndim - consumed;
-            continue;
-        case SUB_NEWAXIS: {
-            int64_t shape[TR_MAX_DIMS];
-            int n = tr_tensor_ndim(t);
-            memcpy(shape, tr_tensor_shape(t), (size_t)d * sizeof *shape);
-            shape[d] = 1;
-            memcpy(shape + d + 1, tr_tensor_shape(t) + d, (size_t)(n - d) * sizeof *shape);
-            next = tr_reshape_view(t, shape, n + 1);
-            d++;
+            subs[i].kind = TR_VALUE_STRING;
+            subs[i].string = "...";
             break;
-        }
+        case SUB_NEWAXIS:
+            subs[i].kind = TR_VALUE_NONE;
+            break;
         case SUB_SLICE:
-            step = subscript_int(x, &sub->part[2]);
-            next = tr_slice(t, d, subscript_int(x, &sub->part[0]), subscript_int(x, &sub->part[1]),
-                            step == TR_SLICE_NONE ? 1 : step);
-            d++;
+            for (int k = 0; k < 3; k++)
+                bounds[i][k] = subscript_value(x, &sub->part[k]);
+            subs[i].kind = TR_VALUE_LIST;
+            subs[i].count = 3;
+            subs[i].items = bounds[i];
             break;
         default:
-            next = tr_select(t, d, subscript_int(x, &sub->part[0]));
+            subs[i] = subscript_value(x, &sub->part[0]);
             break;
         }
-        tr_release(t);
-        t = next;
     }
+    t = tr_index_view(x->tensors[in->args[0].value], subs, in->nsubs);
     if (!t)
         return tr_last_status();
     if (check_result(&x->prog->values[in->results[0]], t) != TR_OK) {
@@ -552,8 +502,10 @@ static int run_instr(struct exec *x, const struct stage *st, size_t at)
         release_dead(x, in);
         return EXIT_OK;
     }
-    if (in->fused_into >= 0)
-        return EXIT_OK; /* its chain runs it */
+    if (in->fused_into >= 0) {
+        release_dead(x, in); /* its chain runs it */
+        return EXIT_OK;
+    }
     ran = in->kind == INSTR_INDEX   ? run_index(x, at)
           : in->kind == INSTR_FUSED ? run_fused(x, at)
                                     : run_op(x, at);
@@ -603,10 +555,33 @@ static void note_peak(struct exec *x, struct tr_device device, uint64_t peak)
     }
 }
 
+/* Whether the stage's peak on device is the memory pass's; with
+ * TENSORRUN_CHECK_MEMORY set (the test suite sets it for every run), a
+ * difference is an error, so that every test checks the promise. */
+static int check_peak(const struct exec *x, size_t s, struct tr_device device, uint64_t peak)
+{
+    const struct program_stage *st = &x->prog->stages[s];
+    char dev[TR_DEVICE_NAME_MAX];
+
+    if (!x->check_memory)
+        return EXIT_OK;
+    for (size_t k = 0; k < st->nmemory; k++) {
+        if (!tr_device_equal(st->memory[k].device, device) || st->memory[k].peak_bytes == peak)
+            continue;
+        msg_error(NULL, "internal error: stage '%s' peaked at %llu bytes of pool memory on %s, "
+                        "and validate said %llu (TENSORRUN_CHECK_MEMORY)",
+                  x->plan->stages[s].stage->name, (unsigned long long)peak,
+                  tr_device_format(device, dev, sizeof dev),
+                  (unsigned long long)st->memory[k].peak_bytes);
+        return EXIT_RUNTIME;
+    }
+    return EXIT_OK;
+}
+
 /* A stage's line of statistics for device: what its pool did since before. */
-static void report_device(struct exec *x, size_t s, struct tr_device device,
-                          const struct tr_memory_stats *before, const char **kept, size_t nkept,
-                          double start)
+static int report_device(struct exec *x, size_t s, struct tr_device device,
+                         const struct tr_memory_stats *before, const char **kept, size_t nkept,
+                         double start)
 {
     const struct stage *st = x->plan->stages[s].stage;
     struct tr_memory_stats after;
@@ -631,6 +606,7 @@ static void report_device(struct exec *x, size_t s, struct tr_device device,
         x->peak_bytes = r.peak_active_bytes;
     note_peak(x, device, r.peak_active_bytes);
     report_stage(&x->report, &r);
+    return check_peak(x, s, device, r.peak_active_bytes);
 }
 
 static int run_stage(struct exec *x, size_t s)
@@ -702,9 +678,8 @@ static int run_stage(struct exec *x, size_t s)
     }
     free(keep);
     progress_done(x->progress);
-    if (status == EXIT_OK)
-        for (size_t d = 0; d < ndevices; d++)
-            report_device(x, s, devices[d], &before[d], kept, nkept, start);
+    for (size_t d = 0; d < ndevices && status == EXIT_OK; d++)
+        status = report_device(x, s, devices[d], &before[d], kept, nkept, start);
     free(kept);
     return status;
 }
@@ -842,6 +817,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.prog = plan->program;
     x.p = plan->pipeline;
     x.o = o;
+    x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;

@@ -322,16 +322,24 @@ static bool emit_op(struct eval *ev, const struct expr *e, const struct tr_op_in
                     struct result *results)
 {
     struct instr *in = new_instr(ev, INSTR_OP, e);
+    struct tr_value metas[TR_OP_MAX_PARAMS], laid[TR_OP_MAX_RESULTS];
 
     if (!in)
         return false;
     in->op = op;
     in->nargs = op->nparams;
-    for (int i = 0; i < op->nparams; i++)
+    for (int i = 0; i < op->nparams; i++) {
         in->args[i] = args[i].o;
+        metas[i] = args[i].o.meta;
+    }
     in->nresults = op->nresults;
+    memcpy(laid, out, (size_t)op->nresults * sizeof *laid);
+    /* how the results lie in memory, which the memory pass reads; an op
+     * without a kernel yet is refused before it runs */
+    if (tr_op_layout(op, metas, laid) != TR_OK)
+        tr_clear_error();
     for (int i = 0; i < op->nresults; i++) {
-        struct tr_value meta = out[i];
+        struct tr_value meta = laid[i];
         uint32_t id;
         /* a weak result (exp(1.0)) is made where the numbers are: the CPU */
         if (meta.kind == TR_VALUE_TENSOR && !meta.weak && op->id != TR_OP_TO)
@@ -565,6 +573,10 @@ static struct result eval_index(struct eval *ev, const struct expr *e)
     if (tr_infer_index(&base.o.meta, subs, e->nargs, &meta, &bad) != TR_OK) {
         const struct expr *at = bad >= 0 && (size_t)bad < e->nargs ? e->args[bad].value : e;
         diag_error(ev->d, at->line, at->col, NULL, "%s", tr_last_error());
+        return failed();
+    }
+    if (tr_index_layout(&base.o.meta, subs, e->nargs, &meta) != TR_OK) {
+        diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
         return failed();
     }
     in = new_instr(ev, INSTR_INDEX, e);
@@ -958,12 +970,14 @@ bool lower_outputs(struct plan *plan)
             g = &prog->groups[prog->ngroups];
             g->path = out->path;
             g->members = program_alloc(prog, p->noutputs * sizeof *g->members);
-            if (!g->members) {
+            g->dtypes = program_alloc(prog, p->noutputs * sizeof *g->dtypes);
+            if (!g->members || !g->dtypes) {
                 ok = false;
                 break;
             }
             after[prog->ngroups++] = -1;
         }
+        g->dtypes[g->nmembers] = out->dtype;
         g->members[g->nmembers++] = o;
         if (prog->values[id].origin == ORIGIN_RESULT)
             at = (ptrdiff_t)prog->values[id].def;
@@ -990,6 +1004,7 @@ bool lower_outputs(struct plan *plan)
         const struct output *out = &p->outputs[grp->members[0]];
         const struct value *v = &prog->values[prog->outputs[grp->members[0]]];
         grp->mappable = grp->nmembers == 1 && out->compression == TIO_COMPRESSION_NONE &&
+                        tio_output_is_file(out->path) &&
                         (out->format == TIO_FORMAT_NPY || out->format == TIO_FORMAT_RAW) &&
                         v->meta.kind == TR_VALUE_TENSOR &&
                         (out->dtype == TR_DTYPE_COUNT || out->dtype == v->meta.dtype);

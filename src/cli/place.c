@@ -57,6 +57,7 @@ static uint32_t move(struct mover *mv, uint32_t v, struct tr_device device, uint
         return copies[v];
     copy = prog->values[v];
     copy.meta.device = device;
+    copy.meta.strided = false; /* moved compact (tr_op_layout) */
     copy.origin = ORIGIN_RESULT;
     copy.stage = mv->stage;
     copy.def = prog->ninstrs;
@@ -189,7 +190,7 @@ void place_run(struct program *prog)
             continue;
         def = &prog->instrs[v->def];
         if ((def->kind != INSTR_OP && def->kind != INSTR_FUSED) || def->results[0] != id ||
-            op_is_view(def->op))
+            (def->kind == INSTR_OP && !tr_op_takes_dest(def->op)))
             continue;
         if (other_reads(prog, id, grp->write) == 0)
             def->dest_group = (ptrdiff_t)g;

@@ -22,7 +22,8 @@ bool place_transfers(struct program *prog);
 /*
  * Sets dest_group on the instruction whose result an output file can be:
  * the file is mappable (program.h), the value is a tensor on the CPU made
- * by an op that makes new memory (not a view), and nothing but the file's
+ * by a fused chain or by an op whose kernel makes its result where it is
+ * told (tr_op_takes_dest: not a view, a copy or a sort), and nothing but the file's
  * write reads it, nor is it kept or printed.  Such a value never takes
  * pool memory, nor is it copied to be written.  Runs after liveness.
  */

@@ -19,6 +19,7 @@
 #include "fuse.h"
 #include "liveness.h"
 #include "lower.h"
+#include "memory.h"
 #include "place.h"
 #include "msg.h"
 
@@ -354,8 +355,14 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
         v->meta.ndim = e->ndim;
         memcpy(v->meta.shape, e->shape, sizeof e->shape);
         v->meta.device = TR_CPU;
+        /* Fortran order is viewed as it lies */
+        v->meta.strided = !tr_strides_are_contiguous(e->ndim, e->shape, e->strides);
+        if (v->meta.strided)
+            memcpy(v->meta.strides, e->strides, sizeof e->strides);
         pi->meta = v->meta;
         v->value = binding_value(plan, v, ORIGIN_INPUT, i);
+        if (v->value != VALUE_NONE && pi->file)
+            plan->program->values[v->value].loaded_bytes = tio_file_held_bytes(pi->file, pi->index);
         v->poisoned = v->value == VALUE_NONE;
     }
 }
@@ -536,7 +543,6 @@ static void stage_keeps(struct plan *plan)
         for (size_t k = 0; ps->live && k < st->nkeeps; k++) {
             const struct value *v = &prog->values[st->keeps[k]];
             ps->live[ps->nlive++] = v->name ? v->name : "?";
-            ps->live_bytes += plan_tensor_bytes(&v->meta);
         }
     }
 }
@@ -545,7 +551,6 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
                           const struct plan_input_source *src)
 {
     struct plan *plan = calloc(1, sizeof *plan);
-    uint64_t carried = 0;
 
     if (!plan)
         return NULL;
@@ -561,7 +566,6 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
     open_inputs(plan, d, for_run, src);
     for (size_t s = 0; s < p->nstages; s++) {
         struct plan_stage *ps = &plan->stages[s];
-        size_t first = plan->program->nvalues;
         ps->stage = &p->stages[s];
         ps->device = stage_device(p, ps->stage);
         plan->program->stages[s].device = ps->device;
@@ -580,16 +584,6 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
         ps->first_value = plan->nvalues;
         lower_stage(plan, (int)s, d);
         ps->nvalues = plan->nvalues - ps->first_value;
-        /* what the stage's results take, as if none were released */
-        for (size_t v = first; v < plan->program->nvalues; v++) {
-            const struct value *pv = &plan->program->values[v];
-            const struct instr *in;
-            if (pv->origin != ORIGIN_RESULT)
-                continue; /* a constant's def is no instruction */
-            in = &plan->program->instrs[pv->def];
-            if (!pv->meta.weak && in->kind == INSTR_OP && !op_is_view(in->op))
-                ps->peak_bytes += plan_tensor_bytes(&pv->meta);
-        }
     }
     check_outputs(plan, d);
     check_keeps(plan, d);
@@ -600,15 +594,13 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             return NULL;
         }
         place_run(plan->program);
+        /* the kernels' scratch depends on the run's thread count */
+        tr_set_num_threads(p->threads);
+        if (!memory_run(plan->program, tr_num_threads())) {
+            plan_free(plan);
+            return NULL;
+        }
         stage_keeps(plan);
-    }
-    /* what each stage holds at once: what came in alive, plus everything
-     * its scope allocates until it ends */
-    for (size_t s = 0; s < plan->nstages; s++) {
-        plan->stages[s].peak_bytes += carried;
-        if (plan->stages[s].peak_bytes > plan->peak_bytes)
-            plan->peak_bytes = plan->stages[s].peak_bytes;
-        carried = plan->stages[s].live_bytes;
     }
     return plan;
 }

@@ -45,8 +45,6 @@ struct plan_stage {
     size_t first_value, nvalues;   /* the bindings its statements made */
     const char **live;             /* names that outlive it (kept and needed later) */
     size_t nlive;
-    uint64_t live_bytes;           /* what the live values hold after it */
-    uint64_t peak_bytes;           /* the most it holds at once */
     int64_t foreach_blocks;        /* 0 unless a foreach stage */
 };
 
@@ -58,7 +56,6 @@ struct plan {
     size_t nvalues, capacity;
     struct plan_stage *stages;
     size_t nstages;
-    uint64_t peak_bytes;           /* over all stages */
     uint64_t mapped_bytes;
     struct program *program;       /* what runs (when there are no errors); its arena
                                       holds the lists and strings values point into */

@@ -119,6 +119,7 @@ struct instr *program_add_instr(struct program *prog, int stage, enum instr_kind
     in->stage = stage;
     in->dest_group = -1;
     in->fused_into = -1;
+    in->in_place = -1;
     return in;
 }
 

@@ -41,6 +41,11 @@ struct value {
      * (LIVE_FOREVER: the end of the run); LIVE_UNUSED when nothing reads it */
     size_t last_use;
     bool kept;               /* some stage keeps it (keep:, or needed later) */
+    uint64_t loaded_bytes;   /* ORIGIN_INPUT: the CPU pool bytes its tensor holds once
+                                loaded, before rounding (tio_file_held_bytes; 0 when
+                                mapped in place) */
+    uint64_t block_bytes;    /* memory: the pool block it is made in (rounded); 0 when it
+                                has none of its own (a view, in place, in a file) */
 };
 
 #define LIVE_UNUSED SIZE_MAX
@@ -110,18 +115,36 @@ struct instr {
     int nfinputs;
     int fused_group;                          /* INSTR_FUSED: 1, 2, ... in the program */
     bool transfer;                            /* a `to` the place pass added */
+    /* memory: the argument whose memory results[0] takes (an elementwise
+     * op over a value that dies here), or -1 */
+    int in_place;
 };
 
 /* The outputs that go to one file, written by one INSTR_WRITE. */
 struct output_group {
     const char *path;
     size_t *members;             /* indices into pipeline->outputs */
+    enum tr_dtype *dtypes;       /* each member's dtype in the file (TR_DTYPE_COUNT: its own) */
     size_t nmembers;
     size_t write;                /* its INSTR_WRITE */
     /* one value alone, in its own dtype, to an uncompressed .npy or raw
-     * file: the file's memory can be the value's (see place.h) */
+     * file of its own (not standard output, a device or a pipe): the
+     * file's memory can be the value's (see place.h) */
     bool mappable;
 };
+
+/* The pool of one device over a stage, as the memory pass computes it:
+ * what is active when the stage starts and at its peak, which is the
+ * run's peak_active_bytes for the stage on that device, exactly. */
+struct stage_memory {
+    struct tr_device device;
+    uint64_t start_bytes;        /* active when it starts (kept from before, inputs) */
+    uint64_t peak_bytes;
+    size_t peak_at;              /* the instruction that reaches it; SIZE_MAX: the start */
+    uint64_t end_bytes;          /* active once its scope has ended, before the cache goes */
+};
+
+#define STAGE_MAX_DEVICES 2      /* the stage's own and the CPU */
 
 struct program_stage {
     size_t first, count;         /* its instructions */
@@ -132,6 +155,8 @@ struct program_stage {
     uint32_t over, block;        /* foreach: the value cut into blocks, and the block
                                     (VALUE_NONE when not a foreach stage) */
     struct tr_device device;     /* where its instructions run */
+    struct stage_memory memory[STAGE_MAX_DEVICES]; /* its own device's first */
+    size_t nmemory;
 };
 
 struct program_arena;

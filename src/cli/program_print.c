@@ -23,19 +23,6 @@ static bool is_view_result(const struct program *prog, const struct value *v)
     return in->kind == INSTR_INDEX || (in->kind == INSTR_OP && op_is_view(in->op));
 }
 
-/* The pool bytes a value's result takes: none for views, inputs,
- * constants and what is computed into an output file. */
-static uint64_t pool_bytes(const struct program *prog, const struct value *v)
-{
-    if (v->origin != ORIGIN_RESULT || v->meta.kind != TR_VALUE_TENSOR || is_view_result(prog, v) ||
-        v->fused)
-        return 0;
-    if (prog->instrs[v->def].dest_group >= 0 && prog->instrs[v->def].results[0] ==
-                                                    (uint32_t)(v - prog->values))
-        return 0;
-    return plan_tensor_bytes(&v->meta);
-}
-
 /* ------------------------------------------------------------ text */
 
 static void print_operand(const struct program *prog, const struct operand *o, FILE *out)
@@ -125,7 +112,6 @@ static void print_op(const struct plan *plan, size_t at, const char *indent, FIL
     }
     for (int r = 0; r < in->nresults; r++) {
         const struct value *v = &prog->values[in->results[r]];
-        uint64_t b = pool_bytes(prog, v);
         snprintf(id, sizeof id, "%%%u%s%s", in->results[r], v->name ? " " : "",
                  v->name ? v->name : "");
         plan_describe(&v->meta, type, sizeof type);
@@ -135,8 +121,10 @@ static void print_op(const struct plan *plan, size_t at, const char *indent, FIL
             snprintf(bytes, sizeof bytes, "not stored");
         else if (is_view_result(prog, v))
             snprintf(bytes, sizeof bytes, "view");
+        else if (r == 0 && in->in_place >= 0)
+            snprintf(bytes, sizeof bytes, "in place of %%%u", in->args[in->in_place].value);
         else
-            tr_format_bytes(b, bytes, sizeof bytes);
+            tr_format_bytes(v->block_bytes, bytes, sizeof bytes);
         fprintf(out, "%s%-12s = %-48s %-18s %-*s", indent, id,
                 r == 0 ? call : "  (its next result)", type,
                 r == in->nresults - 1 && in->ndies ? 10 : 0, bytes);
@@ -175,12 +163,36 @@ static void print_instr(const struct plan *plan, size_t at, FILE *out)
     print_op(plan, at, "    ", out);
 }
 
+/* A stage's pool on one device: its peak (what the run reports as
+ * peak_active_bytes), where it is reached, and what the stage starts
+ * with and hands on. */
+static void print_stage_memory(const struct plan *plan, const struct stage_memory *m, FILE *out)
+{
+    const struct program *prog = plan->program;
+    char peak[32], start[32], end[32], dev[TR_DEVICE_NAME_MAX], at[96] = "at the start";
+
+    if (m->peak_at != SIZE_MAX) {
+        const struct instr *in = &prog->instrs[m->peak_at];
+        if (in->kind == INSTR_WRITE)
+            snprintf(at, sizeof at, "writing %s, line %d", prog->groups[in->group].path, in->line);
+        else
+            snprintf(at, sizeof at, "at %%%u, line %d", in->results[0], in->line);
+    }
+    fprintf(out, "  pool on %s: peak %s (%llu bytes) %s; %s at the start, %s after\n",
+            tr_device_format(m->device, dev, sizeof dev),
+            tr_format_bytes(m->peak_bytes, peak, sizeof peak),
+            (unsigned long long)m->peak_bytes, at,
+            tr_format_bytes(m->start_bytes, start, sizeof start),
+            tr_format_bytes(m->end_bytes, end, sizeof end));
+}
+
 void program_print(const struct plan *plan, FILE *out)
 {
     const struct pipeline *p = plan->pipeline;
     const struct program *prog = plan->program;
     char a[200], b[32], dev[TR_DEVICE_NAME_MAX];
     size_t peak_stage = 0;
+    uint64_t peak = 0;
 
     fprintf(out, "pipeline %s%s%s%s (format %d)\n", p->path, p->name ? " \"" : "",
             p->name ? p->name : "", p->name ? "\"" : "", p->version);
@@ -253,11 +265,15 @@ void program_print(const struct plan *plan, FILE *out)
             if (pv->joined)
                 fprintf(out, " (the blocks' joined)");
         }
-        fprintf(out, "%s (%s)\n", ps->nlive ? "" : " nothing",
-                tr_format_bytes(ps->live_bytes, b, sizeof b));
-        fprintf(out, "  largest live: %s\n", tr_format_bytes(ps->peak_bytes, b, sizeof b));
-        if (ps->peak_bytes > plan->stages[peak_stage].peak_bytes)
-            peak_stage = s;
+        fprintf(out, "%s\n", ps->nlive ? "" : " nothing");
+        for (size_t k = 0; k < pst->nmemory; k++) {
+            const struct stage_memory *m = &pst->memory[k];
+            print_stage_memory(plan, m, out);
+            if (m->peak_bytes > peak) {
+                peak = m->peak_bytes;
+                peak_stage = s;
+            }
+        }
     }
     if (p->noutputs)
         fprintf(out, "outputs:\n");
@@ -279,7 +295,7 @@ void program_print(const struct plan *plan, FILE *out)
                     ? " (computed in place)"
                     : "");
     }
-    fprintf(out, "total: largest live %s", tr_format_bytes(plan->peak_bytes, b, sizeof b));
+    fprintf(out, "total: pool peak %s", tr_format_bytes(peak, b, sizeof b));
     if (plan->nstages)
         fprintf(out, " (stage \"%s\")", plan->stages[peak_stage].stage->name);
     fprintf(out, ", mapped %s\n", tr_format_bytes(plan->mapped_bytes, b, sizeof b));
@@ -380,9 +396,34 @@ static json_t *json_instr(const struct plan *plan, size_t at)
     json_object_set_new(o, "destination",
                         in->dest_group >= 0 ? json_string(prog->groups[in->dest_group].path)
                                             : json_null());
+    json_object_set_new(o, "in_place_of", in->in_place >= 0
+                                              ? json_integer(in->args[in->in_place].value)
+                                              : json_null());
     json_object_set_new(o, "line", json_integer(in->line));
     json_object_set_new(o, "col", json_integer(in->col));
     return o;
+}
+
+static json_t *json_stage_memory(const struct program *prog, const struct program_stage *st)
+{
+    json_t *a = json_array();
+    char dev[TR_DEVICE_NAME_MAX];
+
+    for (size_t k = 0; k < st->nmemory; k++) {
+        const struct stage_memory *m = &st->memory[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "device", json_string(tr_device_format(m->device, dev, sizeof dev)));
+        json_object_set_new(o, "start_bytes", json_integer((json_int_t)m->start_bytes));
+        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
+        json_object_set_new(o, "peak_at", m->peak_at != SIZE_MAX ? json_integer((json_int_t)m->peak_at)
+                                                                : json_null());
+        json_object_set_new(o, "peak_line", m->peak_at != SIZE_MAX
+                                                ? json_integer(prog->instrs[m->peak_at].line)
+                                                : json_null());
+        json_object_set_new(o, "end_bytes", json_integer((json_int_t)m->end_bytes));
+        json_array_append_new(a, o);
+    }
+    return a;
 }
 
 /* Each fused chain of a stage: its group number, its instructions (the
@@ -415,7 +456,7 @@ void program_print_json(const struct plan *plan, FILE *out)
     const struct pipeline *p = plan->pipeline;
     const struct program *prog = plan->program;
     json_t *root = json_object(), *values = json_array(), *stages = json_array();
-    json_t *outputs = json_array(), *prologue = json_array();
+    json_t *outputs = json_array(), *prologue = json_array(), *peaks = json_object();
     char dev[TR_DEVICE_NAME_MAX];
 
     json_object_set_new(root, "pipeline", json_string(p->path));
@@ -428,7 +469,7 @@ void program_print_json(const struct plan *plan, FILE *out)
         json_object_set_new(o, "stage", pv->stage >= 0 ? json_integer(pv->stage) : json_null());
         json_object_set_new(o, "line", json_integer(pv->line));
         json_object_set_new(o, "col", json_integer(pv->col));
-        json_object_set_new(o, "pool_bytes", json_integer((json_int_t)pool_bytes(prog, pv)));
+        json_object_set_new(o, "pool_bytes", json_integer((json_int_t)pv->block_bytes));
         json_object_set_new(o, "view", json_boolean(is_view_result(prog, pv)));
         json_object_set_new(o, "freed_after",
                             pv->last_use < prog->ninstrs ? json_integer((json_int_t)pv->last_use)
@@ -449,7 +490,14 @@ void program_print_json(const struct plan *plan, FILE *out)
         json_object_set_new(o, "instructions", instrs);
         json_object_set_new(o, "keeps", json_ids(pst->keeps, pst->nkeeps));
         json_object_set_new(o, "fused_groups", json_fused_groups(prog, pst));
-        json_object_set_new(o, "largest_live_bytes", json_integer((json_int_t)ps->peak_bytes));
+        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)pst->memory[0].peak_bytes));
+        json_object_set_new(o, "memory", json_stage_memory(prog, pst));
+        for (size_t k = 0; k < pst->nmemory; k++) {
+            const char *name = tr_device_format(pst->memory[k].device, dev, sizeof dev);
+            json_t *had = json_object_get(peaks, name);
+            if (!had || json_integer_value(had) < (json_int_t)pst->memory[k].peak_bytes)
+                json_object_set_new(peaks, name, json_integer((json_int_t)pst->memory[k].peak_bytes));
+        }
         if (ps->stage->has_foreach) {
             json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));
             json_object_set_new(o, "foreach_size", json_integer(ps->stage->foreach_size));
@@ -471,6 +519,7 @@ void program_print_json(const struct plan *plan, FILE *out)
     json_object_set_new(root, "before_stages", prologue);
     json_object_set_new(root, "stages", stages);
     json_object_set_new(root, "outputs", outputs);
+    json_object_set_new(root, "peak_bytes", peaks);
     json_object_set_new(root, "mapped_bytes", json_integer((json_int_t)plan->mapped_bytes));
     json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     fputc('\n', out);

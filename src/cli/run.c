@@ -453,6 +453,38 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
     }
 }
 
+void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_list *d)
+{
+    const struct program *prog = plan->program;
+
+    for (size_t s = 0; limit && s < prog->nstages; s++) {
+        const struct program_stage *st = &prog->stages[s];
+        const struct stage *stage = plan->stages[s].stage;
+        for (size_t k = 0; k < st->nmemory; k++) {
+            const struct stage_memory *m = &st->memory[k];
+            char need[16], lim[16], dev[TR_DEVICE_NAME_MAX];
+            int line = stage->line, col = stage->col;
+            if (m->peak_bytes <= limit)
+                continue;
+            if (m->peak_at != SIZE_MAX) {
+                line = prog->instrs[m->peak_at].line;
+                col = prog->instrs[m->peak_at].col;
+            }
+            diag_error_code(d, 5, line, col,
+                            "raise --memory-limit, or make the stage's values smaller (a "
+                            "foreach stage works block by block)",
+                            "stage '%s' needs %s (%llu bytes) of pool memory on %s at its peak, "
+                            "here, past the memory limit of %s",
+                            stage->name ? stage->name : "?",
+                            tr_format_bytes(m->peak_bytes, need, sizeof need),
+                            (unsigned long long)m->peak_bytes,
+                            tr_device_format(m->device, dev, sizeof dev),
+                            tr_format_bytes(limit, lim, sizeof lim));
+            return;
+        }
+    }
+}
+
 int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
 {
     struct plan *plan;
@@ -480,6 +512,8 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     plan = plan_build(p, d, !a->dry_run);
     if (plan && diag_exit_code(d) == EXIT_OK)
         check_input_memory(plan, a->options.memory_limit, d);
+    if (plan && diag_exit_code(d) == EXIT_OK)
+        check_stage_memory(plan, a->options.memory_limit, d);
     if (plan && a->dry_run)
         check_outputs_writable(p, d);
     status = plan ? diag_exit_code(d) : EXIT_OOM;

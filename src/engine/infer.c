@@ -1214,6 +1214,14 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_DEQUANTIZE: s = rule_dequantize(op, args, results, &bad); break;
         }
     }
+    /* a result no tensor could have (a broadcast past int64 bytes) is an
+     * error here, not when something sizes it */
+    for (int i = 0; s == TR_OK && i < info->nresults; i++) {
+        int64_t numel;
+        if (results[i].kind == TR_VALUE_TENSOR)
+            s = tr__check_shape(info->name, results[i].ndim, results[i].shape, results[i].dtype,
+                                &numel);
+    }
     if (bad_arg)
         *bad_arg = bad;
     return s;

@@ -66,14 +66,15 @@ tr_status tr_op_layout(const struct tr_op_info *info, const struct tr_value *arg
     const struct tr__op *op = tr__op_of(info);
     const struct tr_value *x = &args[0];
     bool tensor = info->nparams > 0 && x->kind == TR_VALUE_TENSOR;
-    int64_t strides[TR_MAX_DIMS], numel = 1;
+    int64_t strides[TR_MAX_DIMS];
+    bool empty = false;
 
     for (int i = 0; i < info->nresults; i++)
         compact(&results[i]);
     if (!tensor)
         return TR_OK; /* made by the op, or from a number: compact */
     for (int i = 0; i < x->ndim; i++)
-        numel *= x->shape[i];
+        empty = empty || x->shape[i] == 0;
     switch (op->rule) {
     case TR__RULE_TRANSPOSE:
     case TR__RULE_PERMUTE:
@@ -88,7 +89,7 @@ tr_status tr_op_layout(const struct tr_op_info *info, const struct tr_value *arg
             memcpy(strides, x->strides, sizeof strides);
         else
             tr__contiguous_strides(x->ndim, x->shape, strides);
-        if (numel > 0 && tr__view_strides(x->ndim, x->shape, strides, results[0].ndim,
+        if (!empty && tr__view_strides(x->ndim, x->shape, strides, results[0].ndim,
                                           results[0].shape, results[0].strides))
             results[0].strided = !tr__is_contiguous(results[0].ndim, results[0].shape,
                                                     results[0].strides);

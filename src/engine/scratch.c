@@ -60,8 +60,11 @@ void tr__value_byte_strides(const struct tr_value *v, int64_t *out)
     int64_t item = (int64_t)tr_dtype_size(v->dtype);
 
     value_strides(v, out);
-    for (int i = 0; i < v->ndim; i++) /* as tr__byte_strides */
-        out[i] = v->shape[i] == 1 ? 0 : out[i] * item;
+    for (int i = 0; i < v->ndim; i++) /* as tr__byte_strides; saturating, as the strides */
+        if (v->shape[i] == 1)
+            out[i] = 0;
+        else if (__builtin_mul_overflow(out[i], item, &out[i]))
+            out[i] = out[i] < 0 ? INT64_MIN : INT64_MAX;
 }
 
 tr_status tr__scratch_block(const char *fn, uint64_t bytes, struct tr_device device,
@@ -117,6 +120,9 @@ static int64_t numel_of(const struct tr_value *v)
 
     if (v->kind != TR_VALUE_TENSOR)
         return 1; /* a number: a 0-d tensor */
+    for (int i = 0; i < v->ndim; i++)
+        if (v->shape[i] == 0)
+            return 0; /* whatever the other sizes multiply to */
     for (int i = 0; i < v->ndim; i++)
         n *= v->shape[i];
     return n;
@@ -405,60 +411,75 @@ static tr_status dequantize(struct tally *t)
     return TR_OK;
 }
 
-/* Every kernel of kernels.def, and its declaration. */
+/* Every kernel of kernels.def, its declaration, and whether it makes its
+ * result in a destination (tr_op_takes_dest). */
 static const struct {
     tr__kernel_fn kernel;
     tr_status (*declare)(struct tally *t);
+    bool takes_dest;
 } declarations[] = {
-    {tr__k_unary, results_only},     {tr__k_binary, two_operands},
-    {tr__k_select3, select3},        {tr__k_reduce, reduction},
-    {tr__k_cumsum, results_only},    {tr__k_nn, neural},
-    {tr__k_fill, results_only},      {tr__k_arange, results_only},
-    {tr__k_linspace, results_only},  {tr__k_eye, results_only},
-    {tr__k_random, results_only},    {tr__k_reshape, reshape},
-    {tr__k_transpose, view},         {tr__k_permute, view},
-    {tr__k_squeeze, view},           {tr__k_unsqueeze, view},
-    {tr__k_expand, view},            {tr__k_diagonal, view},
-    {tr__k_copy, copy},              {tr__k_cast, cast},
-    {tr__k_to, to},                  {tr__k_matmul, matmul},
-    {tr__k_outer, two_operands},     {tr__k_sort, sort},
-    {tr__k_gather, indexed},         {tr__k_index_select, indexed},
-    {tr__k_join, results_only},      {tr__k_quantize, quantize},
-    {tr__k_dequantize, dequantize},
+    {tr__k_unary, results_only, true},     {tr__k_binary, two_operands, true},
+    {tr__k_select3, select3, true},        {tr__k_reduce, reduction, true},
+    {tr__k_cumsum, results_only, true},    {tr__k_nn, neural, true},
+    {tr__k_fill, results_only, true},      {tr__k_arange, results_only, true},
+    {tr__k_linspace, results_only, true},  {tr__k_eye, results_only, true},
+    {tr__k_random, results_only, true},    {tr__k_reshape, reshape, false},
+    {tr__k_transpose, view, false},        {tr__k_permute, view, false},
+    {tr__k_squeeze, view, false},          {tr__k_unsqueeze, view, false},
+    {tr__k_expand, view, false},           {tr__k_diagonal, view, false},
+    {tr__k_copy, copy, false},             {tr__k_cast, cast, false},
+    {tr__k_to, to, false},                 {tr__k_matmul, matmul, true},
+    {tr__k_outer, two_operands, true},     {tr__k_sort, sort, false},
+    {tr__k_gather, indexed, false},        {tr__k_index_select, indexed, false},
+    {tr__k_join, results_only, false},     {tr__k_quantize, quantize, false},
+    {tr__k_dequantize, dequantize, false},
 };
+
+static int declaration_of(const struct tr_op_info *info)
+{
+    tr__kernel_fn kernel = tr__kernel_for(info->id);
+
+    for (size_t i = 0; kernel && i < sizeof declarations / sizeof declarations[0]; i++)
+        if (declarations[i].kernel == kernel)
+            return (int)i;
+    return -1;
+}
+
+bool tr_op_takes_dest(const struct tr_op_info *info)
+{
+    int i = declaration_of(info);
+
+    return i >= 0 && declarations[i].takes_dest;
+}
 
 tr_status tr_op_scratch(const struct tr_op_info *info, const struct tr_value *args,
                         const struct tr_value *results, const bool *given, int threads,
                         struct tr_op_memory *out)
 {
     const struct tr__op *op = tr__op_of(info);
-    tr__kernel_fn kernel = tr__kernel_for(info->id);
+    int i = declaration_of(info);
     struct tally t;
     uint64_t held = 0;
 
     memset(out, 0, sizeof *out);
     TR_RETURN_ERROR_IF(threads < 1, TR_ERR_INVALID, "%s: %d threads", info->name, threads);
+    TR_RETURN_ERROR_IF(i < 0, TR_ERR_STATE, "%s: this op cannot run yet (its kernel is not written)",
+                       info->name);
     memset(&t, 0, sizeof t);
     t.op = op;
     t.args = args;
     t.results = results;
-    t.given = given;
+    t.given = declarations[i].takes_dest ? given : NULL;
     t.threads = threads;
-    for (size_t i = 0; i < sizeof declarations / sizeof declarations[0]; i++) {
-        if (!kernel || declarations[i].kernel != kernel)
-            continue;
-        TR_FORWARD_IF_ERROR(declarations[i].declare(&t));
-        for (int r = 0; r < info->nresults; r++) {
-            out->results[r] = t.result[r];
-            held += t.result[r];
-        }
-        pthread_once(&misdeclare_once, read_misdeclare);
-        if ((int)info->id == misdeclared)
-            t.peak += 512; /* the test switch: one small block too many */
-        out->peak = t.peak;
-        out->scratch = t.peak - held;
-        return TR_OK;
+    TR_FORWARD_IF_ERROR(declarations[i].declare(&t));
+    for (int r = 0; r < info->nresults; r++) {
+        out->results[r] = t.result[r];
+        held += t.result[r];
     }
-    return tr__set_error(TR_ERR_STATE, "%s: this op cannot run yet (its kernel is not written)",
-                         info->name);
+    pthread_once(&misdeclare_once, read_misdeclare);
+    if ((int)info->id == misdeclared)
+        t.peak += 512; /* the test switch: one small block too many */
+    out->peak = t.peak;
+    out->scratch = t.peak - held;
+    return TR_OK;
 }

@@ -59,9 +59,12 @@ void tr__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 {
     int64_t s = 1;
 
+    /* saturating: an empty tensor's other sizes may multiply past int64
+     * (its strides are never used to address anything) */
     for (int i = ndim - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i] > 1 ? shape[i] : 1;
+        if (__builtin_mul_overflow(s, shape[i] > 1 ? shape[i] : 1, &s))
+            s = INT64_MAX;
     }
 }
 
@@ -93,4 +96,9 @@ bool tr__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
         expected *= shape[i];
     }
     return true;
+}
+
+bool tr_strides_are_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
+{
+    return tr__is_contiguous(ndim, shape, strides);
 }

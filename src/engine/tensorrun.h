@@ -388,6 +388,8 @@ enum tr_storage_kind tr_tensor_storage_kind(const struct tr_tensor *t);
 unsigned tr_tensor_flags(const struct tr_tensor *t);
 /* C order, ignoring the strides of dimensions of size 1. */
 bool tr_tensor_is_contiguous(const struct tr_tensor *t);
+/* The same test for a shape and strides in elements (a file's header). */
+bool tr_strides_are_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
 /* True when a and b are views of the same storage. */
 bool tr_tensor_shares_storage(const struct tr_tensor *a,
                               const struct tr_tensor *b);

@@ -299,6 +299,14 @@ tr_status tr_op_scratch(const struct tr_op_info *op, const struct tr_value *args
                         const struct tr_value *results, const bool *given, int threads,
                         struct tr_op_memory *out);
 
+/* Whether op's kernel makes its first result in a destination it is given
+ * (struct tr_dest) when the destination fits: the elementwise, reducing,
+ * row-wise, creating and matmul kernels do; views, copies, casts,
+ * transfers, sorts, gathers, joins and quantisation make their own, and a
+ * caller copies them where they go.  tr_op_scratch counts a given result
+ * of an op that does not as made in the pool. */
+bool tr_op_takes_dest(const struct tr_op_info *op);
+
 /* Fills results[i].strided and .strides (results as tr_op_infer gave
  * them, args as tr_op_scratch takes them): how the results of op will lie
  * in memory, so that a plan can describe the arguments of the ops that
@@ -332,6 +340,16 @@ bool tr_constant_fits(const struct tr_value *v, enum tr_dtype dtype);
 tr_status tr_infer_transpose_all(const struct tr_value *x, bool last_two, struct tr_value *out);
 tr_status tr_infer_index(const struct tr_value *x, const struct tr_value *subscripts, size_t n,
                          struct tr_value *out, int *bad_subscript);
+/* x[subscripts] as a view of x (subscripts as tr_infer_index takes them,
+ * checked by it): a new handle in the current scope, or NULL with the
+ * error.  tr_index_layout fills out->strided and out->strides (out as
+ * tr_infer_index gave it, x with its strides) with how that view lies in
+ * memory; an unknown integer (chunk_start) counts as 0, which changes no
+ * stride. */
+struct tr_tensor *tr_index_view(const struct tr_tensor *x, const struct tr_value *subscripts,
+                                size_t n);
+tr_status tr_index_layout(const struct tr_value *x, const struct tr_value *subscripts, size_t n,
+                          struct tr_value *out);
 
 #ifdef __cplusplus
 }

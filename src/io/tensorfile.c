@@ -556,22 +556,46 @@ const char *tio_file_metadata_value(const struct tio_file *f, size_t index)
     return index < f->parsed.metadata_count ? f->parsed.metadata_values[index] : NULL;
 }
 
+/* The pool block tio_file_load copies tensor e into (a deflated member
+ * inflated, big-endian or misaligned data put in order), 0 when it views
+ * the file's bytes. */
+static uint64_t copy_bytes(const struct tio_file *f, const struct tio_entry *e, size_t index)
+{
+    uint64_t first, end;
+
+    if (f->members && f->members[index].deflated)
+        return f->members[index].usize;
+    if (!e->supported || e->nbytes == 0 ||
+        (!e->byteswap && e->offset % tr_dtype_size(e->dtype) == 0))
+        return 0; /* viewed in place (a mapping, and a stream's block, start aligned) */
+    entry_span(e, &first, &end);
+    return end - first;
+}
+
+/* The block a stream that is not mapped is read into (0 for a mapping). */
+static uint64_t stream_bytes(const struct tio_file *f)
+{
+    if (f->mapped_bytes)
+        return 0;
+    return f->bytes ? tr_tensor_nbytes(f->bytes) : data_end(f);
+}
+
 uint64_t tio_file_pool_bytes(const struct tio_file *f, size_t index)
 {
     const struct tio_entry *e = tio_file_entry(f, index);
-    uint64_t first, end, item;
+
+    return e ? stream_bytes(f) + copy_bytes(f, e, index) : 0;
+}
+
+uint64_t tio_file_held_bytes(const struct tio_file *f, size_t index)
+{
+    const struct tio_entry *e = tio_file_entry(f, index);
+    uint64_t copy;
 
     if (!e)
         return 0;
-    if (!f->mapped_bytes)
-        return data_end(f); /* the whole stream, read into one block */
-    if (!e->supported || e->nbytes == 0)
-        return 0;
-    item = tr_dtype_size(e->dtype);
-    if (!e->byteswap && e->offset % item == 0)
-        return 0; /* viewed in place (a mapping starts at a page) */
-    entry_span(e, &first, &end);
-    return end - first;
+    copy = copy_bytes(f, e, index);
+    return copy ? copy : stream_bytes(f);
 }
 
 /* ------------------------------------------------------------ loading */

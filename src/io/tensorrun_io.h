@@ -128,15 +128,18 @@ const char *tio_file_metadata_key(const struct tio_file *file, size_t index);
 const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
 
 /*
- * The bytes of CPU pool memory (before the pool's rounding) that the
- * index-th tensor takes once read, as the header says, also for a file
- * opened header_only: for a stream that is not mapped (zstd, a pipe), the
- * whole stream's data, read into one block when the file is opened (the
- * same figure for every index); for a mapped tensor, 0 when it is viewed
- * in place, else the copy tio_file_load makes (big-endian or misaligned
- * data).  0 for an index past the last.
+ * The bytes of CPU pool memory (before the pool's rounding) that reading
+ * the index-th tensor takes, as the header says, also for a file opened
+ * header_only: for a stream that is not mapped (zstd, a pipe), the block
+ * the whole stream is read into when the file is opened; and the copy
+ * tio_file_load makes of a tensor it cannot view where it lies (a deflated
+ * .npz member, big-endian or misaligned data).  0 for an index past the
+ * last.  tio_file_held_bytes is what the loaded tensor holds once the
+ * file is closed: its copy when it has one (the stream's block then goes
+ * with the file), else the stream's block, else nothing.
  */
 uint64_t tio_file_pool_bytes(const struct tio_file *file, size_t index);
+uint64_t tio_file_held_bytes(const struct tio_file *file, size_t index);
 
 /*
  * The index-th tensor on the CPU: a read-only view of the file's mapping
@@ -197,6 +200,17 @@ tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *
 tr_status tio_output_write_each(struct tio_output *out, size_t n, const char *const *names,
                                 const struct tr_tensor *const *tensors,
                                 const enum tr_dtype *dtypes, const struct tio_metadata *metadata);
+/* Whether an output at path is written through a file of its own (a new
+ * or regular file, replaced atomically), which tio_output_map can map;
+ * false for standard output and for a device or a pipe, which are written
+ * into as they are. */
+bool tio_output_is_file(const char *path);
+/* The CPU pool bytes (before the pool's rounding) that writing a tensor
+ * described by t as dtype (TR_DTYPE_COUNT: its own) takes while it is
+ * written: none when its bytes are written as they lie (compact, on the
+ * CPU, of that dtype), else one buffer of at most 4 MiB that converts it
+ * block by block.  tio_output_write takes it for one tensor at a time. */
+uint64_t tio_write_pool_bytes(const struct tr_value *t, enum tr_dtype dtype);
 /*
  * The data of a one-tensor .npy or raw output, mapped to be computed in
  * place: writes the header for dtype and shape and maps the file

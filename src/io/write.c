@@ -215,6 +215,13 @@ tr_status tio_output_check(const char *path)
     return s;
 }
 
+bool tio_output_is_file(const char *path)
+{
+    struct stat st;
+
+    return strcmp(path, "-") != 0 && (stat(path, &st) != 0 || S_ISREG(st.st_mode));
+}
+
 /* A destination that is a symbolic link to a file (/dev/stdout redirected
  * to one, a link into a data directory) is replaced where the link points,
  * as cp and the shell's > write through it: the link stays a link. */
@@ -483,9 +490,37 @@ static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t
     return s;
 }
 
+/* The buffer write_values converts through: none when t is written as
+ * it lies, else at most BLOCK_BYTES (no larger than the values, so that a
+ * small output costs a small block). */
+static uint64_t buffer_bytes_for(bool as_it_lies, int64_t numel, enum tr_dtype dtype)
+{
+    uint64_t bytes = (uint64_t)numel * tr_dtype_size(dtype);
+
+    if (numel == 0 || as_it_lies)
+        return 0;
+    return bytes < BLOCK_BYTES ? bytes : BLOCK_BYTES;
+}
+
+uint64_t tio_write_pool_bytes(const struct tr_value *t, enum tr_dtype dtype)
+{
+    int64_t numel = 1;
+
+    if (t->kind != TR_VALUE_TENSOR)
+        return 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] == 0)
+            return 0;
+    for (int i = 0; i < t->ndim; i++)
+        numel *= t->shape[i];
+    if (dtype == TR_DTYPE_COUNT)
+        dtype = t->dtype;
+    return buffer_bytes_for(t->device.kind == TR_DEV_CPU && t->dtype == dtype && !t->strided,
+                            numel, dtype);
+}
+
 /* Writes t's values in C order as dtype: as they are when they already are
- * those bytes, else through a pool buffer of at most BLOCK_BYTES (no larger
- * than the values, so a small output costs a small block). */
+ * those bytes, else through a pool buffer (buffer_bytes_for). */
 static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
                               enum tr_dtype dtype)
 {
@@ -505,8 +540,7 @@ static tr_status write_values(struct tio__sink *sink, const struct tr_tensor *t,
     if (tr_tensor_device(t).kind == TR_DEV_CPU && tr_tensor_dtype(t) == dtype &&
         tr_tensor_is_contiguous(t))
         return write_compact(sink, t);
-    buffer_bytes = (uint64_t)total * item < BLOCK_BYTES ? (int64_t)((uint64_t)total * item)
-                                                        : (int64_t)BLOCK_BYTES;
+    buffer_bytes = (int64_t)buffer_bytes_for(false, total, dtype);
     buffer = tr_empty(TR_DTYPE_U8, 1, &buffer_bytes, TR_CPU);
     if (!buffer)
         return tr_last_status();

@@ -50,3 +50,24 @@ got = v["constant"] if "constant" in v else "%s[%s]" % (v["dtype"], ",".join(map
 assert got == sys.argv[2], (got, sys.argv[2])
 ' "$1" "$2"
 }
+
+# peaks_match PIPELINE [ARGS...]: validate's exact pool peak of every stage
+# on every device (validate --json) is what the run then reports
+# (--stats json), byte for byte.
+peaks_match() {
+    local plan="$BATS_TEST_TMPDIR/peaks-plan.json" stats="$BATS_TEST_TMPDIR/peaks-stats.json"
+    timeout "$TR_TIMEOUT" "$TENSORRUN" validate --json "$@" > "$plan" || return 1
+    timeout "$TR_TIMEOUT" "$TENSORRUN" run "$@" --stats json --stats-file "$stats" || return 1
+    /usr/bin/python3 - "$plan" "$stats" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+events = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+ran = {(e["index"], e["device"]): e["peak_active_bytes"] for e in events if e["event"] == "stage"}
+said = {(i, m["device"]): m["peak_bytes"]
+        for i, s in enumerate(plan["stages"]) for m in s["memory"]}
+assert ran and said.keys() == ran.keys(), (said, ran)
+for key in said:
+    assert said[key] == ran[key], "stage %d on %s: validate said %d, the run peaked at %d" % (
+        key[0], key[1], said[key], ran[key])
+PY
+}

@@ -222,7 +222,9 @@ stages:
     do:
       - y = softmax(m, dim=0)
 outputs: {y: y.npy}'
-    run --separate-stderr env TR_FAIL_FALLOCATE=1 LD_PRELOAD="$INJECT" \
+    # the one case validate's peak cannot know (tensorrun(1), MEMORY): the
+    # file system refuses the blocks, so y is made in the pool instead
+    run --separate-stderr env -u TENSORRUN_CHECK_MEMORY TR_FAIL_FALLOCATE=1 LD_PRELOAD="$INJECT" \
         ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
         "$TENSORRUN" p.yaml --stats json --stats-file stats.jsonl --threads 2
     [ "$status" -eq 0 ]

@@ -57,7 +57,7 @@ outputs:
     [[ "$output" == *"write out.npy: v (%"* ]]
     [[ "$output" == *"frees %"* ]]
     [[ "$output" == *"keeps: nothing"* ]]
-    [[ "$output" == *"largest live:"* ]]
+    [[ "$output" == *"pool on cpu: peak "*" bytes) at %"* ]]
     [[ "$output" == *"mapped"* ]]
     [ -z "$stderr" ]
 }

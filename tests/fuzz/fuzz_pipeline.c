@@ -269,6 +269,22 @@ static void check_instr(const struct program *prog, size_t i, int stage)
         for (size_t j = k + 1; j < in->ndies; j++)
             check(in->dies[j] != id);
     }
+    /* memory: in place only over an argument that dies here, is read
+     * once, and has the result's dtype and shape */
+    check(in->in_place >= -1 && in->in_place < in->nargs);
+    if (in->in_place >= 0) {
+        const struct operand *o = &in->args[in->in_place];
+        check(in->kind == INSTR_OP && in->dest_group < 0 && in->fused_into < 0);
+        check(o->kind == OPERAND_VALUE && prog->values[o->value].last_use == i);
+        const struct tr_value *a = &prog->values[o->value].meta;
+        const struct tr_value *res = &prog->values[in->results[0]].meta;
+        check(a->dtype == res->dtype && a->ndim == res->ndim && !a->strided);
+        check(memcmp(a->shape, res->shape, (size_t)a->ndim * sizeof *a->shape) == 0);
+        for (int k = 0; k < in->nargs; k++)
+            check(k == in->in_place || in->args[k].kind != OPERAND_VALUE ||
+                  in->args[k].value != o->value);
+        check(prog->values[in->results[0]].block_bytes == 0);
+    }
     check(in->dest_group >= -1 && in->dest_group < (ptrdiff_t)prog->ngroups);
     if (in->dest_group >= 0) {
         const struct output_group *g = &prog->groups[in->dest_group];
@@ -337,6 +353,17 @@ static void check_program(const struct plan *plan)
             check(v->meta.kind == TR_VALUE_TENSOR && v->last_use != LIVE_UNUSED);
             check(v->last_use == LIVE_FOREVER || v->last_use >= at);
             check(v->origin != ORIGIN_RESULT || v->def < at);
+        }
+        /* memory: a peak is at least what the stage starts and ends with,
+         * reached at the start or by one of its instructions */
+        check(st->nmemory >= 1 && st->nmemory <= STAGE_MAX_DEVICES);
+        check(tr_device_equal(st->memory[0].device, st->device));
+        for (size_t k = 0; k < st->nmemory; k++) {
+            const struct stage_memory *m = &st->memory[k];
+            check(m->peak_bytes >= m->start_bytes && m->peak_bytes >= m->end_bytes);
+            check(m->peak_at == SIZE_MAX ||
+                  (m->peak_at >= st->first && m->peak_at < st->first + st->count));
+            check(m->peak_at != SIZE_MAX || m->peak_bytes == m->start_bytes);
         }
         check(st->over == VALUE_NONE || st->over < prog->nvalues);
         check(st->block == VALUE_NONE || st->block < prog->nvalues);
@@ -444,10 +471,22 @@ static const int64_t sizes[] = {
 /* Sizes a header could claim: the bytes fit in int64 (npy.c and
  * safetensors.c refuse more), counted in order, so that after a zero any
  * size goes. */
+/* C order's strides in elements, as a reader gives them (empty
+ * dimensions count as 1). */
+static void c_strides(struct tio_entry *e)
+{
+    int64_t stride = 1;
+
+    for (int d = e->ndim - 1; d >= 0; d--) {
+        e->strides[d] = stride;
+        stride *= e->shape[d] > 1 ? e->shape[d] : 1;
+    }
+}
+
 static void make_header(struct bytes *b, struct tio_entry *e)
 {
     unsigned c = next(b);
-    uint64_t count = 1, itemsize;
+    uint64_t count = 1, span = 1, itemsize;
 
     memset(e, 0, sizeof *e);
     if (c % 16 == 15) {
@@ -465,12 +504,16 @@ static void make_header(struct bytes *b, struct tio_entry *e)
         int64_t n = s >= 0xf0 ? (int64_t)(s - 0xf0) * 3 + 9
                               : sizes[s % (sizeof sizes / sizeof *sizes)];
         uint64_t elements, bytes;
-        if (count && (__builtin_mul_overflow(count, (uint64_t)n, &elements) ||
-                      __builtin_mul_overflow(elements, itemsize, &bytes) || bytes > INT64_MAX))
+        /* as a reader checks: the sizes other than 0 multiply out within
+         * int64 bytes, even in an empty tensor */
+        if (__builtin_mul_overflow(span, (uint64_t)(n ? n : 1), &elements) ||
+            __builtin_mul_overflow(elements, itemsize, &bytes) || bytes > INT64_MAX)
             n = 1;
         e->shape[d] = n;
         count *= (uint64_t)n;
+        span *= (uint64_t)(n ? n : 1);
     }
+    c_strides(e);
     e->nbytes = count * itemsize;
 }
 
@@ -997,6 +1040,7 @@ static void raw_yaml(const uint8_t *data, size_t size)
         e->ndim = (int)i;
         for (int d = 0; d < e->ndim; d++)
             e->shape[d] = d ? 4 : 8;
+        c_strides(e);
         h.missing[i] = false;
     }
     for (int round = 0; round < 2; round++) {

@@ -1,7 +1,9 @@
 /*
- * test_passes.c - the fuse, liveness and place passes on programs built
- * by hand: which chains become one instruction, where each value dies,
- * what each stage keeps, and which result an output file may hold.
+ * test_passes.c - the fuse, liveness, place and memory passes on programs
+ * built by hand: which chains become one instruction, where each value
+ * dies, what each stage keeps, which result an output file may hold,
+ * which op computes in place, and each stage's pool peak, worked out by
+ * hand from the pool's rounding (512-byte blocks up to 1 MiB).
  */
 #include "config.h"
 
@@ -9,9 +11,13 @@
 
 #include "fuse.h"
 #include "liveness.h"
+#include "memory.h"
 #include "place.h"
 #include "tap.h"
 #include "tensorrun_fused.h"
+
+/* The length of the tensors the builders make. */
+static int64_t length = 8;
 
 static struct tr_value tensor(int64_t n)
 {
@@ -24,7 +30,7 @@ static struct tr_value tensor(int64_t n)
 
 static uint32_t input(struct program *prog, const char *name)
 {
-    struct value v = {.meta = tensor(8), .origin = ORIGIN_INPUT, .name = name, .stage = -1};
+    struct value v = {.meta = tensor(length), .origin = ORIGIN_INPUT, .name = name, .stage = -1};
 
     return program_add_value(prog, &v);
 }
@@ -51,7 +57,7 @@ static uint32_t binary(struct program *prog, int stage, enum tr_op_id id, struct
                        struct operand b, const char *name)
 {
     struct instr *in = program_add_instr(prog, stage, INSTR_OP);
-    struct value v = {.meta = tensor(8), .origin = ORIGIN_RESULT, .name = name, .stage = stage};
+    struct value v = {.meta = tensor(length), .origin = ORIGIN_RESULT, .name = name, .stage = stage};
     uint32_t r;
 
     v.def = prog->ninstrs - 1;
@@ -77,6 +83,8 @@ static size_t write_of(struct program *prog, int stage, uint32_t value, size_t g
     prog->groups[group].write = prog->ninstrs - 1;
     prog->groups[group].members = program_alloc(prog, sizeof *prog->groups[group].members);
     prog->groups[group].members[0] = group;
+    prog->groups[group].dtypes = program_alloc(prog, sizeof *prog->groups[group].dtypes);
+    prog->groups[group].dtypes[0] = TR_DTYPE_COUNT; /* its own */
     prog->groups[group].nmembers = 1;
     prog->groups[group].mappable = true;
     prog->groups[group].path = "out.npy";
@@ -258,6 +266,156 @@ static void test_fuse_limits(void)
     (void)y;
 }
 
+/* The passes memory_run follows, in the order plan.c runs them (no fusion:
+ * the figures are the unfused program's). */
+static bool plan_memory(struct program *prog)
+{
+    if (!liveness_run(prog))
+        return false;
+    place_run(prog);
+    return memory_run(prog, 1);
+}
+
+static uint64_t peak(const struct program *prog, size_t stage)
+{
+    return prog->stages[stage].memory[0].peak_bytes;
+}
+
+/* f32[1000] takes 4000 bytes, a block of 4096.  t = x * 2; y = t + 1
+ * computes y into t's block, which dies there; t + t cannot (t is read
+ * twice), nor can an op over a value read later. */
+static void test_memory_in_place(void)
+{
+    struct program *prog;
+    uint32_t x, t, y;
+
+    length = 1000;
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    y = binary(prog, 0, TR_OP_ADD, val(t), num(1), "y");
+    write_of(prog, 0, y, 0);
+    prog->groups[0].mappable = false; /* a .zst, say: y is made in the pool */
+    ok(plan_memory(prog), "memory runs");
+    is_int(prog->instrs[1].in_place, 0, "y = t + 1 is computed over t");
+    is_int(prog->instrs[0].in_place, -1, "t = x * 2 is not: x is an input");
+    is_int(prog->values[t].block_bytes, 4096, "t takes a block of 4096");
+    is_int(prog->values[y].block_bytes, 0, "y takes none of its own");
+    is_int(peak(prog, 0), 4096, "the stage peaks at one block");
+    is_int(prog->stages[0].memory[0].peak_at, 0, "reached by the mul");
+    is_int(prog->stages[0].memory[0].end_bytes, 0, "and ends with nothing");
+    program_free(prog);
+
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    y = binary(prog, 0, TR_OP_ADD, val(t), val(t), "y");
+    write_of(prog, 0, y, 0);
+    prog->groups[0].mappable = false;
+    ok(plan_memory(prog), "memory runs");
+    is_int(prog->instrs[1].in_place, -1, "t + t is not computed over t");
+    is_int(peak(prog, 0), 8192, "two blocks at the add");
+    is_int(prog->stages[0].memory[0].peak_at, 1, "reached by the add");
+    program_free(prog);
+
+    prog = program_new(1, 2);
+    x = input(prog, "x");
+    t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    y = binary(prog, 0, TR_OP_ADD, val(t), num(1), "y");
+    write_of(prog, 0, y, 0);
+    prog->groups[0].mappable = false;
+    write_of(prog, 0, t, 1);
+    prog->groups[1].mappable = false;
+    ok(plan_memory(prog), "memory runs");
+    is_int(prog->instrs[1].in_place, -1, "an op over a value written later is not in place");
+    is_int(peak(prog, 0), 8192, "so t and y are both live");
+    program_free(prog);
+    length = 8;
+}
+
+/* A view holds its root's block after the value it views dies; an input
+ * read into memory counts from the stage's start; what a stage keeps
+ * counts in the next one from its start. */
+static void test_memory_roots(void)
+{
+    struct program *prog;
+    struct instr *in;
+    uint32_t x, t, v, u, z;
+
+    length = 1000;
+    prog = program_new(2, 2);
+    x = input(prog, "x");
+    prog->values[x].loaded_bytes = 4000; /* decompressed, say */
+    t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
+    v = unary(prog, 0, TR_OP_UNSQUEEZE, val(t), "v"); /* v = unsqueeze(t, 0) */
+    in = &prog->instrs[prog->ninstrs - 1];
+    in->nargs = 2;
+    in->args[1].meta.kind = TR_VALUE_INT;
+    in->args[1].meta.integer = 0;
+    prog->values[v].meta.ndim = 2;
+    prog->values[v].meta.shape[0] = 1;
+    prog->values[v].meta.shape[1] = 1000;
+    u = binary(prog, 0, TR_OP_MUL, val(x), num(3), "u");
+    write_of(prog, 0, v, 0);
+    prog->groups[0].mappable = false;
+    z = binary(prog, 1, TR_OP_ADD, val(u), num(1), "z");
+    write_of(prog, 1, z, 1);
+    prog->groups[1].mappable = false;
+    ok(plan_memory(prog), "memory runs");
+    is_int(prog->values[v].block_bytes, 0, "the view takes no block");
+    is_int(prog->stages[0].memory[0].start_bytes, 4096, "the input's block is there at the start");
+    is_int(peak(prog, 0), 3 * 4096, "x, t (held by its view v) and u at once");
+    is_int(prog->stages[0].memory[0].end_bytes, 4096, "u is kept for stage 2");
+    is_int(prog->stages[1].memory[0].start_bytes, 4096, "which starts with it");
+    is_int(prog->instrs[prog->stages[1].first].in_place, 0, "z = u + 1 is computed over u");
+    is_int(peak(prog, 1), 4096, "so stage 2 peaks at u's block");
+    program_free(prog);
+    length = 8;
+}
+
+/* Writing converts through one buffer of at most 4 MiB, none when the
+ * value is written as it lies; a value computed into its file takes no
+ * pool memory at all. */
+static void test_memory_writes(void)
+{
+    struct program *prog;
+    uint32_t x, y;
+
+    length = 1000;
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    y = binary(prog, 0, TR_OP_MUL, val(x), num(2), "y");
+    write_of(prog, 0, y, 0);
+    prog->groups[0].dtypes[0] = TR_DTYPE_F16;
+    prog->groups[0].mappable = false;
+    ok(plan_memory(prog), "memory runs");
+    is_int(peak(prog, 0), 4096 + 2048, "y, and 2000 bytes of f16 to write it");
+    is_int(prog->stages[0].memory[0].peak_at, 1, "at the write");
+    program_free(prog);
+
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    y = binary(prog, 0, TR_OP_MUL, val(x), num(2), "y");
+    write_of(prog, 0, y, 0);
+    ok(plan_memory(prog), "memory runs");
+    is_int(prog->instrs[0].dest_group, 0, "y is computed into its file");
+    is_int(peak(prog, 0), 0, "which takes no pool memory");
+    program_free(prog);
+
+    length = (int64_t)3 << 20; /* 12 MiB of f32, written as f64 */
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    y = binary(prog, 0, TR_OP_MUL, val(x), num(2), "y");
+    write_of(prog, 0, y, 0);
+    prog->groups[0].dtypes[0] = TR_DTYPE_F64;
+    prog->groups[0].mappable = false;
+    ok(plan_memory(prog), "memory runs");
+    is_int(peak(prog, 0), ((uint64_t)12 << 20) + ((uint64_t)4 << 20),
+           "y, and a buffer of 4 MiB (large blocks round to 2 MiB)");
+    program_free(prog);
+    length = 8;
+}
+
 int main(void)
 {
     test_fuse_chain();
@@ -266,5 +424,8 @@ int main(void)
     test_stages();
     test_keep_and_finals();
     test_unused_input();
+    test_memory_in_place();
+    test_memory_roots();
+    test_memory_writes();
     return done_testing();
 }

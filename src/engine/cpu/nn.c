@@ -505,7 +505,7 @@ static void job_geometry(struct job *j, int ndim, const int64_t *shape, const in
     }
     tr__iter_init(&j->lines, no, oshape, 2, sp);
     j->nlines = tr__iter_count(&j->lines);
-    j->nblocks = (j->len + BLOCK - 1) / BLOCK;
+    j->nblocks = j->len == 0 ? 0 : (j->len - 1) / BLOCK + 1; /* no overflow for any length */
     j->cached = j->len <= LINE_CACHE;
     /* a line of one value is a compact run whatever its stride */
     j->direct = (j->len == 1 || j->ystep == (int64_t)tr_dtype_size(j->compute)) &&

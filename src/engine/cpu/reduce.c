@@ -549,7 +549,7 @@ static void plan_geometry(struct plan *p, int ndim, const int64_t *shape,
     tr__iter_init(&p->reduced, nr, rshape, 1, &sp);
     p->nout = tr__iter_count(&p->kept);
     p->n = tr__iter_count(&p->reduced);
-    p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
+    p->nblocks = p->n == 0 ? 1 : (p->n - 1) / BLOCK + 1; /* no overflow: n may be any size */
     p->pitch = TILE_PITCH(p->n < BLOCK ? p->n : BLOCK);
     p->base = NULL;
     p->dtype = dtype;
@@ -585,7 +585,7 @@ static void plan_source_geometry(struct plan *p, int ndim, const int64_t *shape,
         else
             p->nout *= shape[d];
     }
-    p->nblocks = p->n == 0 ? 1 : (p->n + BLOCK - 1) / BLOCK;
+    p->nblocks = p->n == 0 ? 1 : (p->n - 1) / BLOCK + 1; /* no overflow: n may be any size */
     p->dtype = dtype;
 }
 

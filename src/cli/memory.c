@@ -1,0 +1,383 @@
+/*
+ * memory.c - the memory pass (memory.h): a replay of the pool over the
+ * program, in the order the executor runs it.
+ *
+ * Every pool block is a root: an input read into memory, a result the
+ * kernel made.  A value holds the root it was made in; a view (x[...],
+ * permute, a copy that needs none) holds its argument's, and so does a
+ * result computed in place.  A root's block is active while any value
+ * holds it, as the engine's storage is alive while any handle is.  An
+ * instruction adds, for a moment, what tr_op_scratch (or tr_fused_memory,
+ * or the write's buffers) declares on top of the blocks active before it;
+ * the highest such sum during a stage is its peak.
+ */
+#include "config.h"
+
+#include "memory.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fold.h"
+#include "tensorrun_fused.h"
+#include "tensorrun_io.h"
+
+#define NO_ROOT SIZE_MAX
+
+struct root {
+    uint64_t bytes;              /* its block, rounded */
+    size_t device;               /* an index into replay.devices */
+    size_t holders;              /* the live values that hold it */
+};
+
+struct replay {
+    struct program *prog;
+    int threads;
+    struct root *roots;
+    size_t nroots;
+    size_t *root_of;             /* per value: the root it holds, or NO_ROOT */
+    struct tr_device *devices;   /* every device met so far, the CPU first */
+    uint64_t *live;              /* per device: the active bytes now */
+    size_t ndevices, devices_cap;
+    struct program_stage *stage; /* the stage replayed; NULL before the stages */
+    size_t at;                   /* the instruction replayed */
+    bool ok;
+};
+
+static size_t device_index(struct replay *r, struct tr_device device)
+{
+    for (size_t i = 0; i < r->ndevices; i++)
+        if (tr_device_equal(r->devices[i], device))
+            return i;
+    if (r->ndevices == r->devices_cap) {
+        r->ok = false; /* cannot happen: the cap counts every place a device is named */
+        return 0;
+    }
+    r->devices[r->ndevices] = device;
+    r->live[r->ndevices] = 0;
+    return r->ndevices++;
+}
+
+/* Bytes active on device d for a moment, on top of what is live now. */
+static void reach(struct replay *r, size_t d, uint64_t extra)
+{
+    uint64_t total = r->live[d] + extra;
+
+    for (size_t i = 0; r->stage && i < r->stage->nmemory; i++) {
+        struct stage_memory *m = &r->stage->memory[i];
+        if (tr_device_equal(m->device, r->devices[d]) && total > m->peak_bytes) {
+            m->peak_bytes = total;
+            m->peak_at = r->at;
+        }
+    }
+}
+
+static void hold(struct replay *r, uint32_t value, size_t root)
+{
+    r->root_of[value] = root;
+    if (root != NO_ROOT)
+        r->roots[root].holders++;
+}
+
+/* A new block for value, of bytes already rounded (none for 0). */
+static void take(struct replay *r, uint32_t value, size_t d, uint64_t bytes)
+{
+    struct root *root;
+
+    if (bytes == 0) {
+        r->root_of[value] = NO_ROOT;
+        return;
+    }
+    r->prog->values[value].block_bytes = bytes;
+    root = &r->roots[r->nroots];
+    root->bytes = bytes;
+    root->device = d;
+    root->holders = 0;
+    r->live[d] += bytes;
+    hold(r, value, r->nroots++);
+}
+
+static void release(struct replay *r, uint32_t value)
+{
+    size_t root = r->root_of[value];
+
+    r->root_of[value] = NO_ROOT;
+    if (root == NO_ROOT || --r->roots[root].holders > 0)
+        return;
+    r->live[r->roots[root].device] -= r->roots[root].bytes;
+}
+
+/* ------------------------------------------------------------ arguments */
+
+/* The descriptions tr_op_scratch takes: each argument as the engine will
+ * see it (a value's tensor as it lies, a list item by item).  lists[i]
+ * holds list i's items; free them with free_lists. */
+static bool describe_args(const struct program *prog, const struct instr *in,
+                          struct tr_value *args, struct tr_value **lists)
+{
+    for (int i = 0; i < in->nargs; i++) {
+        const struct operand *o = &in->args[i];
+        lists[i] = NULL;
+        if (o->kind == OPERAND_VALUE) {
+            args[i] = prog->values[o->value].meta;
+            continue;
+        }
+        args[i] = o->meta;
+        if (o->kind != OPERAND_LIST)
+            continue;
+        lists[i] = calloc(o->count ? o->count : 1, sizeof *lists[i]);
+        if (!lists[i])
+            return false;
+        for (size_t k = 0; k < o->count; k++)
+            lists[i][k] = o->items[k].kind == OPERAND_VALUE ? prog->values[o->items[k].value].meta
+                                                            : o->items[k].meta;
+        args[i].items = lists[i];
+        args[i].count = o->count;
+    }
+    return true;
+}
+
+static void free_lists(struct tr_value **lists, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(lists[i]);
+}
+
+static bool same_layout(const struct tr_value *a, const struct tr_value *b)
+{
+    return a->kind == TR_VALUE_TENSOR && b->kind == TR_VALUE_TENSOR && a->dtype == b->dtype &&
+           a->ndim == b->ndim && !a->strided &&
+           memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape) == 0;
+}
+
+static int reads_of(const struct instr *in, uint32_t value)
+{
+    int n = 0;
+
+    for (int i = 0; i < in->nargs; i++)
+        n += in->args[i].kind == OPERAND_VALUE && in->args[i].value == value;
+    return n;
+}
+
+/* The argument an elementwise instruction at can write its result over:
+ * a result that dies here, read once, compact, of the result's dtype and
+ * shape, in a CPU block nothing else holds (the engine then takes it as
+ * the result's destination, struct tr_dest); -1 when there is none. */
+static int in_place_arg(const struct replay *r, const struct instr *in)
+{
+    const struct program *prog = r->prog;
+    const struct value *res = &prog->values[in->results[0]];
+
+    if (in->transfer || in->dest_group >= 0 || !tr_op_takes_dest(in->op) ||
+        (in->op->group_id != TR_GROUP_UNARY && in->op->group_id != TR_GROUP_BINARY) ||
+        res->meta.kind != TR_VALUE_TENSOR || res->meta.device.kind != TR_DEV_CPU)
+        return -1;
+    for (int i = 0; i < in->nargs; i++) {
+        const struct operand *o = &in->args[i];
+        const struct value *v = o->kind == OPERAND_VALUE ? &prog->values[o->value] : NULL;
+        size_t root = v ? r->root_of[o->value] : NO_ROOT;
+        if (root == NO_ROOT || v->origin != ORIGIN_RESULT || v->last_use != r->at ||
+            reads_of(in, o->value) != 1 || !same_layout(&v->meta, &res->meta) ||
+            r->roots[root].holders != 1 || !tr_device_equal(r->devices[r->roots[root].device], TR_CPU))
+            continue;
+        return i;
+    }
+    return -1;
+}
+
+/* ------------------------------------------------------------ instructions */
+
+static void replay_op(struct replay *r, struct instr *in)
+{
+    const struct program *prog = r->prog;
+    struct tr_value args[TR_OP_MAX_PARAMS], results[TR_OP_MAX_RESULTS], *lists[TR_OP_MAX_PARAMS];
+    bool given[TR_OP_MAX_RESULTS] = {false};
+    struct tr_op_memory m;
+    size_t d, from;
+
+    in->in_place = in_place_arg(r, in);
+    given[0] = in->in_place >= 0 || (in->dest_group >= 0 && tr_op_takes_dest(in->op));
+    for (int i = 0; i < in->nresults; i++)
+        results[i] = prog->values[in->results[i]].meta;
+    if (!describe_args(prog, in, args, lists)) {
+        free_lists(lists, in->nargs);
+        r->ok = false;
+        return;
+    }
+    if (tr_op_scratch(in->op, args, results, given, r->threads, &m) != TR_OK) {
+        tr_clear_error(); /* no kernel: the run refuses it before it starts */
+        memset(&m, 0, sizeof m);
+    }
+    free_lists(lists, in->nargs);
+    d = device_index(r, results[0].kind == TR_VALUE_TENSOR ? results[0].device : TR_CPU);
+    from = args[0].kind == TR_VALUE_TENSOR ? device_index(r, args[0].device) : d;
+    if (in->op->id == TR_OP_TO && from != d) {
+        /* a compact copy where it is, then the block where it goes */
+        reach(r, from, m.scratch);
+        reach(r, d, m.results[0]);
+    } else {
+        reach(r, d, m.peak);
+    }
+    for (int i = 0; i < in->nresults; i++) {
+        uint32_t id = in->results[i];
+        const struct operand *alias = NULL;
+        if (m.results[i] > 0)
+            take(r, id, d, m.results[i]);
+        else if (i == 0 && in->in_place >= 0)
+            alias = &in->args[in->in_place];
+        else if (!given[i] && results[i].kind == TR_VALUE_TENSOR && !tr_op_takes_dest(in->op))
+            alias = &in->args[0]; /* a view, or x itself (a copy it needs none of) */
+        if (alias && alias->kind == OPERAND_VALUE)
+            hold(r, id, r->root_of[alias->value]);
+        else if (m.results[i] == 0)
+            r->root_of[id] = NO_ROOT;
+    }
+}
+
+static void replay_fused(struct replay *r, const struct instr *in)
+{
+    struct tr_op_memory m;
+    size_t d = device_index(r, TR_CPU);
+
+    if (tr_fused_memory(in->chain, in->dest_group >= 0, r->threads, &m) != TR_OK) {
+        tr_clear_error();
+        memset(&m, 0, sizeof m);
+    }
+    reach(r, d, m.peak);
+    take(r, in->results[0], d, m.results[0]);
+}
+
+/* What exec's write_group holds: each constant made a tensor, then one
+ * member's conversion buffer at a time (tio_write_pool_bytes). */
+static void replay_write(struct replay *r, const struct instr *in)
+{
+    const struct program *prog = r->prog;
+    const struct output_group *g = &prog->groups[in->group];
+    uint64_t held = 0, buffer = 0;
+
+    for (size_t i = 0; i < in->nwargs; i++) {
+        const struct value *v = &prog->values[in->wargs[i]];
+        enum tr_dtype want = g->dtypes[i];
+        struct tr_value t = v->meta;
+        uint64_t b;
+        if (t.kind != TR_VALUE_TENSOR) {
+            bool list = t.kind == TR_VALUE_LIST;
+            enum tr_dtype stored = fold_stored_dtype(&t, list ? t.items : &t);
+            memset(&t, 0, sizeof t);
+            if (stored == TR_DTYPE_COUNT)
+                continue; /* refused when it is written */
+            t.kind = TR_VALUE_TENSOR;
+            t.dtype = stored;
+            t.ndim = list ? 1 : 0;
+            t.shape[0] = list ? (int64_t)v->meta.count : 1;
+            t.device = TR_CPU;
+            held += tr_memory_block_size((list ? v->meta.count : 1) * tr_dtype_size(stored));
+        } else if (v->origin == ORIGIN_RESULT && prog->instrs[v->def].dest_group == (ptrdiff_t)in->group) {
+            continue; /* computed in the file: nothing to write */
+        }
+        b = tr_memory_block_size(tio_write_pool_bytes(&t, want));
+        if (b > buffer)
+            buffer = b;
+    }
+    reach(r, device_index(r, TR_CPU), held + buffer);
+}
+
+static void replay_instr(struct replay *r, struct instr *in)
+{
+    if (in->fused_into < 0) {
+        switch (in->kind) {
+        case INSTR_OP:
+            replay_op(r, in);
+            break;
+        case INSTR_FUSED:
+            replay_fused(r, in);
+            break;
+        case INSTR_WRITE:
+            replay_write(r, in);
+            break;
+        case INSTR_INDEX:
+            hold(r, in->results[0], r->root_of[in->args[0].value]);
+            break;
+        }
+    }
+    for (size_t k = 0; k < in->ndies; k++)
+        release(r, in->dies[k]);
+}
+
+/* ------------------------------------------------------------ stages */
+
+static void begin_stage(struct replay *r, struct program_stage *st)
+{
+    st->nmemory = 0;
+    st->memory[st->nmemory++].device = st->device;
+    if (st->device.kind != TR_DEV_CPU)
+        st->memory[st->nmemory++].device = TR_CPU;
+    for (size_t i = 0; i < st->nmemory; i++) {
+        struct stage_memory *m = &st->memory[i];
+        m->start_bytes = m->peak_bytes = r->live[device_index(r, m->device)];
+        m->peak_at = SIZE_MAX;
+    }
+    r->stage = st;
+}
+
+/* The stage's scope ends: what it made and does not keep is released. */
+static void end_stage(struct replay *r, size_t s)
+{
+    const struct program_stage *st = &r->prog->stages[s];
+
+    for (size_t v = 0; v < r->prog->nvalues; v++) {
+        bool kept = false;
+        if (r->prog->values[v].stage != (int)s || r->root_of[v] == NO_ROOT)
+            continue;
+        for (size_t k = 0; k < st->nkeeps && !kept; k++)
+            kept = st->keeps[k] == v;
+        if (!kept)
+            release(r, (uint32_t)v);
+    }
+    for (size_t i = 0; i < st->nmemory; i++)
+        r->stage->memory[i].end_bytes = r->live[device_index(r, st->memory[i].device)];
+    r->stage = NULL;
+}
+
+static void load_inputs(struct replay *r)
+{
+    for (size_t v = 0; v < r->prog->nvalues; v++) {
+        const struct value *pv = &r->prog->values[v];
+        if (pv->origin != ORIGIN_INPUT || pv->last_use == LIVE_UNUSED)
+            continue;
+        take(r, (uint32_t)v, device_index(r, TR_CPU), tr_memory_block_size(pv->loaded_bytes));
+    }
+}
+
+bool memory_run(struct program *prog, int threads)
+{
+    struct replay r = {.prog = prog, .threads = threads};
+    size_t cap = prog->ninstrs + prog->nstages + 2;
+
+    r.roots = calloc(prog->nvalues + 1, sizeof *r.roots);
+    r.root_of = malloc((prog->nvalues + 1) * sizeof *r.root_of);
+    r.devices = calloc(cap, sizeof *r.devices);
+    r.live = calloc(cap, sizeof *r.live);
+    r.devices_cap = cap;
+    r.ok = r.roots && r.root_of && r.devices && r.live;
+    for (size_t v = 0; r.ok && v < prog->nvalues; v++)
+        r.root_of[v] = NO_ROOT;
+    if (r.ok) {
+        device_index(&r, TR_CPU);
+        load_inputs(&r);
+    }
+    for (r.at = 0; r.ok && r.at < prog->nprologue; r.at++)
+        replay_instr(&r, &prog->instrs[r.at]);
+    for (size_t s = 0; s < prog->nstages && r.ok; s++) {
+        struct program_stage *st = &prog->stages[s];
+        begin_stage(&r, st);
+        for (r.at = st->first; r.at < st->first + st->count && r.ok; r.at++)
+            replay_instr(&r, &prog->instrs[r.at]);
+        end_stage(&r, s);
+    }
+    free(r.roots);
+    free(r.root_of);
+    free(r.devices);
+    free(r.live);
+    return r.ok;
+}
