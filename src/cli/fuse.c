@@ -4,8 +4,9 @@
  * The program is read backwards: each instruction that can end a chain
  * (a tail op whose input is an elementwise result read by it alone, or an
  * elementwise op) takes every elementwise instruction before it whose
- * result only it, or another member, reads.  Chains never cross stages,
- * never take a value something else needs, and are typed again by the
+ * result only it, or another member, reads.  Chains never cross stages
+ * or the parts of a foreach stage (foreach.h), never take a value
+ * something else needs, and are typed again by the
  * engine (tr_fused_check) before they replace their instructions.
  */
 #include "config.h"
@@ -72,6 +73,7 @@ static ptrdiff_t inner_step(const struct program *prog, const struct counts *c, 
     if (pv->origin != ORIGIN_RESULT || c->pinned[v] || c->reads[v] != 1 || c->reader[v] != reader)
         return -1;
     if (prog->instrs[pv->def].stage != prog->instrs[reader].stage ||
+        prog->instrs[pv->def].part != prog->instrs[reader].part ||
         !can_step(prog, &prog->instrs[pv->def]))
         return -1;
     return (ptrdiff_t)pv->def;

@@ -579,6 +579,12 @@ static struct result eval_index(struct eval *ev, const struct expr *e)
         diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
         return failed();
     }
+    /* x0[chunk_index] is made from the block as much as the block itself */
+    for (size_t i = 0; i < e->nargs; i++)
+        for (int k = 0; k < 3; k++)
+            if (parts[i].part[k].kind == OPERAND_VALUE &&
+                ev->prog->values[parts[i].part[k].value].depends)
+                base.depends = true;
     in = new_instr(ev, INSTR_INDEX, e);
     id = in ? new_value(ev, &meta, e, ORIGIN_RESULT, base.depends) : VALUE_NONE;
     if (id == VALUE_NONE)

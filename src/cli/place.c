@@ -178,14 +178,83 @@ bool place_transfers(struct program *prog)
     return mv.ok;
 }
 
+/* Whether the write's one value goes to a file of its own but does not
+ * lie there as it is (a strided view, Fortran order), in a stage (the
+ * writes before the stages stay as they are). */
+static bool wants_copy(const struct program *prog, const struct instr *in)
+{
+    const struct output_group *g = &prog->groups[in->group];
+    const struct value *v = &prog->values[in->wargs[0]];
+
+    return in->stage >= 0 && g->mappable && in->nwargs == 1 && v->meta.kind == TR_VALUE_TENSOR &&
+           v->meta.strided && v->meta.device.kind == TR_DEV_CPU && v->join == JOIN_NONE;
+}
+
+bool place_copies(struct program *prog)
+{
+    size_t nold, *where;
+    struct instr *old;
+    bool ok = true, any = false;
+
+    for (size_t i = 0; i < prog->ninstrs && !any; i++)
+        any = prog->instrs[i].kind == INSTR_WRITE && wants_copy(prog, &prog->instrs[i]);
+    if (!any)
+        return true;
+    where = calloc(prog->ninstrs + 1, sizeof *where);
+    if (!where)
+        return false;
+    old = program_take_instrs(prog, &nold);
+    for (size_t i = 0; i < nold && ok; i++) {
+        struct instr in = old[i];
+        if (in.kind == INSTR_WRITE && wants_copy(prog, &in)) {
+            struct value copy = prog->values[in.wargs[0]];
+            uint32_t *wargs = program_alloc(prog, sizeof *wargs), id;
+            struct instr *c;
+            copy.origin = ORIGIN_RESULT;
+            copy.name = NULL;
+            copy.stage = in.stage;
+            copy.def = prog->ninstrs;
+            copy.meta.strided = false;
+            copy.meta.weak = false;
+            copy.loaded_bytes = 0;
+            id = wargs ? program_add_value(prog, &copy) : VALUE_NONE;
+            c = id != VALUE_NONE ? program_add_instr(prog, in.stage, INSTR_OP) : NULL;
+            if (!c) {
+                ok = false;
+                break;
+            }
+            c->op = tr_op_get(TR_OP_CLONE);
+            c->nargs = 1;
+            c->args[0].kind = OPERAND_VALUE;
+            c->args[0].value = in.wargs[0];
+            c->args[0].meta = prog->values[in.wargs[0]].meta;
+            c->nresults = 1;
+            c->results[0] = id;
+            c->statement = in.statement;
+            c->line = in.line;
+            c->col = in.col;
+            c->part = in.part;
+            wargs[0] = id;
+            in.wargs = wargs;
+        }
+        ok = program_append(prog, &in) != NULL;
+        where[i] = prog->ninstrs - 1;
+    }
+    for (size_t g = 0; ok && g < prog->ngroups; g++)
+        prog->groups[g].write = where[prog->groups[g].write];
+    free(old);
+    free(where);
+    return ok;
+}
+
 void place_run(struct program *prog)
 {
     for (size_t g = 0; g < prog->ngroups; g++) {
         const struct output_group *grp = &prog->groups[g];
-        uint32_t id = prog->outputs[grp->members[0]];
+        uint32_t id = prog->instrs[grp->write].wargs[0]; /* the value written: a clone, say */
         const struct value *v = &prog->values[id];
         struct instr *def;
-        if (!grp->mappable || v->origin != ORIGIN_RESULT || v->kept ||
+        if (!grp->mappable || v->origin != ORIGIN_RESULT || v->kept || v->join != JOIN_NONE ||
             v->last_use != grp->write || v->meta.device.kind != TR_DEV_CPU)
             continue;
         def = &prog->instrs[v->def];

@@ -20,10 +20,22 @@
 bool place_transfers(struct program *prog);
 
 /*
+ * Makes a strided CPU value (a view such as x[::2, 1000:9000], a Fortran
+ * order input) that is written alone to a file of its own the result of a
+ * clone right before its write, so that place_run can stream the copy
+ * into the file: no conversion buffer, no copy of its size in the pool.
+ * Runs after place_transfers and foreach_run (a joined value goes where
+ * its join says).  false when out of memory.
+ */
+bool place_copies(struct program *prog);
+
+/*
  * Sets dest_group on the instruction whose result an output file can be:
  * the file is mappable (program.h), the value is a tensor on the CPU made
  * by a fused chain or by an op whose kernel makes its result where it is
- * told (tr_op_takes_dest: not a view, a copy or a sort), and nothing but the file's
+ * told (tr_op_takes_dest: not a view, a copy or a sort), not joined
+ * from the blocks of a foreach stage (its join says where it goes,
+ * foreach.h), and nothing but the file's
  * write reads it, nor is it kept or printed.  Such a value never takes
  * pool memory, nor is it copied to be written.  Runs after liveness.
  */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "foreach.h"
 #include "fuse.h"
 #include "liveness.h"
 #include "lower.h"
@@ -588,7 +589,9 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
     check_outputs(plan, d);
     check_keeps(plan, d);
     if (diag_exit_code(d) == 0) {
-        if (!lower_outputs(plan) || !place_transfers(plan->program) || !fuse_run(plan->program) ||
+        if (!lower_outputs(plan) || !place_transfers(plan->program) ||
+            !foreach_run(plan->program) || !place_copies(plan->program) ||
+            !fuse_run(plan->program) ||
             !liveness_run(plan->program)) {
             plan_free(plan);
             return NULL;

@@ -41,6 +41,12 @@ struct value {
      * (LIVE_FOREVER: the end of the run); LIVE_UNUSED when nothing reads it */
     size_t last_use;
     bool kept;               /* some stage keeps it (keep:, or needed later) */
+    /* foreach: where each block's part of a value joined along dimension 0
+     * goes, so that the whole is never held twice: a tensor of joined_meta
+     * made before the first block, or the output file of join_group at
+     * the block's rows; JOIN_NONE for a value that is not joined */
+    enum join_kind { JOIN_NONE, JOIN_POOL, JOIN_FILE } join;
+    ptrdiff_t join_group;
     uint64_t loaded_bytes;   /* ORIGIN_INPUT: the CPU pool bytes its tensor holds once
                                 loaded, before rounding (tio_file_held_bytes; 0 when
                                 mapped in place) */
@@ -115,6 +121,14 @@ struct instr {
     int nfinputs;
     int fused_group;                          /* INSTR_FUSED: 1, 2, ... in the program */
     bool transfer;                            /* a `to` the place pass added */
+    /* foreach: which part of a foreach stage it is in (PART_STAGE in
+     * every other stage) */
+    enum foreach_part {
+        PART_STAGE,   /* not a foreach stage */
+        PART_ONCE,    /* block-invariant: runs once, before the first block */
+        PART_BLOCK,   /* runs for every block */
+        PART_AFTER    /* reads the joined values: runs once, after the last block */
+    } part;
     /* memory: the argument whose memory results[0] takes (an elementwise
      * op over a value that dies here), or -1 */
     int in_place;
@@ -154,6 +168,8 @@ struct program_stage {
     size_t nkeeps;
     uint32_t over, block;        /* foreach: the value cut into blocks, and the block
                                     (VALUE_NONE when not a foreach stage) */
+    size_t nonce, nblock;        /* foreach: its instructions are nonce PART_ONCE, then
+                                    nblock PART_BLOCK, then PART_AFTER */
     struct tr_device device;     /* where its instructions run */
     struct stage_memory memory[STAGE_MAX_DEVICES]; /* its own device's first */
     size_t nmemory;

@@ -163,6 +163,67 @@ static void print_instr(const struct plan *plan, size_t at, FILE *out)
     print_op(plan, at, "    ", out);
 }
 
+/* Whether output o's file holds the value its write writes (the output's
+ * value, or its clone) as that value's own memory. */
+static bool computed_into_file(const struct program *prog, size_t o)
+{
+    for (size_t g = 0; g < prog->ngroups; g++) {
+        const struct instr *w = &prog->instrs[prog->groups[g].write];
+        for (size_t m = 0; m < prog->groups[g].nmembers; m++) {
+            const struct value *v = &prog->values[w->wargs[m]];
+            if (prog->groups[g].members[m] == o)
+                return v->origin == ORIGIN_RESULT && prog->instrs[v->def].dest_group == (ptrdiff_t)g;
+        }
+    }
+    return false;
+}
+
+/* A foreach stage's parts (foreach.h): what runs once before the blocks,
+ * the block and the builtins with what runs for each block, what runs
+ * after them, and where each joined value goes. */
+static void print_foreach(const struct plan *plan, size_t s, FILE *out)
+{
+    const struct program *prog = plan->program;
+    const struct program_stage *pst = &prog->stages[s];
+    size_t once_end = pst->first + pst->nonce, block_end = once_end + pst->nblock;
+    char a[200];
+
+    if (pst->nonce)
+        fprintf(out, "  once, before the blocks:\n");
+    for (size_t i = pst->first; i < once_end; i++)
+        print_instr(plan, i, out);
+    fprintf(out, "  each block:\n");
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        char id[64];
+        if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s)
+            continue;
+        snprintf(id, sizeof id, "%%%zu %s", v, pv->name);
+        if (v == pst->block)
+            fprintf(out, "    %-12s = %-48s %-18s view\n", id, "(each block of the foreach)",
+                    plan_describe(&pv->meta, a, sizeof a));
+        else
+            fprintf(out, "    %-12s = %-48s int\n", id, "(set as each block runs)");
+    }
+    for (size_t i = once_end; i < block_end; i++)
+        print_instr(plan, i, out);
+    if (block_end < pst->first + pst->count)
+        fprintf(out, "  after the blocks:\n");
+    for (size_t i = block_end; i < pst->first + pst->count; i++)
+        print_instr(plan, i, out);
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        if (pv->join == JOIN_NONE || pv->stage != (int)s)
+            continue;
+        fprintf(out, "  joins %%%zu%s%s %s ", v, pv->name ? " " : "", pv->name ? pv->name : "",
+                plan_describe(&pv->joined_meta, a, sizeof a));
+        if (pv->join == JOIN_FILE)
+            fprintf(out, "into %s, each block at its rows\n", prog->groups[pv->join_group].path);
+        else
+            fprintf(out, "in the pool, made before the first block\n");
+    }
+}
+
 /* A stage's pool on one device: its peak (what the run reports as
  * peak_active_bytes), where it is reached, and what the stage starts
  * with and hands on. */
@@ -234,20 +295,11 @@ void program_print(const struct plan *plan, FILE *out)
                     (long long)ps->stage->foreach_size, (long long)ps->foreach_blocks,
                     ps->foreach_blocks == 1 ? "" : "s");
         fprintf(out, ":\n");
-        for (size_t v = 0; v < prog->nvalues; v++) {
-            const struct value *pv = &prog->values[v];
-            char id[64];
-            if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s)
-                continue;
-            snprintf(id, sizeof id, "%%%zu %s", v, pv->name);
-            if (v == pst->block)
-                fprintf(out, "    %-12s = %-48s %-18s view\n", id, "(each block of the foreach)",
-                        plan_describe(&pv->meta, a, sizeof a));
-            else
-                fprintf(out, "    %-12s = %-48s int\n", id, "(set as each block runs)");
-        }
-        for (size_t i = pst->first; i < pst->first + pst->count; i++)
-            print_instr(plan, i, out);
+        if (pst->over != VALUE_NONE)
+            print_foreach(plan, s, out);
+        else
+            for (size_t i = pst->first; i < pst->first + pst->count; i++)
+                print_instr(plan, i, out);
         for (size_t v = 0; v < prog->nvalues; v++) {
             const struct value *pv = &prog->values[v];
             if (pv->origin == ORIGIN_CONSTANT && pv->stage == (int)s)
@@ -280,7 +332,9 @@ void program_print(const struct plan *plan, FILE *out)
     for (size_t o = 0; o < p->noutputs; o++) {
         const struct output *out_ = &p->outputs[o];
         uint32_t id = prog->outputs[o];
-        struct tr_value meta = id != VALUE_NONE ? prog->values[id].meta : (struct tr_value){0};
+        struct tr_value meta = id == VALUE_NONE        ? (struct tr_value){0}
+                               : prog->values[id].joined ? prog->values[id].joined_meta
+                                                         : prog->values[id].meta;
         char ref[16] = "";
         if (out_->dtype != TR_DTYPE_COUNT)
             meta.dtype = out_->dtype;
@@ -290,9 +344,7 @@ void program_print(const struct plan *plan, FILE *out)
                 id != VALUE_NONE ? plan_describe(&meta, a, sizeof a) : "?",
                 out_->as_text ? "standard output, as text" : out_->path,
                 out_->key ? " key " : "", out_->key ? out_->key : "",
-                id != VALUE_NONE && prog->values[id].origin == ORIGIN_RESULT &&
-                        prog->instrs[prog->values[id].def].dest_group >= 0
-                    ? " (computed in place)"
+                id != VALUE_NONE && computed_into_file(prog, o) ? " (computed in place)"
                     : "");
     }
     fprintf(out, "total: pool peak %s", tr_format_bytes(peak, b, sizeof b));
@@ -396,12 +448,36 @@ static json_t *json_instr(const struct plan *plan, size_t at)
     json_object_set_new(o, "destination",
                         in->dest_group >= 0 ? json_string(prog->groups[in->dest_group].path)
                                             : json_null());
+    json_object_set_new(o, "part", in->part == PART_STAGE ? json_null()
+                                   : json_string(in->part == PART_ONCE    ? "once"
+                                                 : in->part == PART_BLOCK ? "block"
+                                                                          : "after"));
     json_object_set_new(o, "in_place_of", in->in_place >= 0
                                               ? json_integer(in->args[in->in_place].value)
                                               : json_null());
     json_object_set_new(o, "line", json_integer(in->line));
     json_object_set_new(o, "col", json_integer(in->col));
     return o;
+}
+
+static json_t *json_joins(const struct program *prog, size_t s)
+{
+    json_t *a = json_array();
+
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        json_t *o;
+        if (pv->join == JOIN_NONE || pv->stage != (int)s)
+            continue;
+        o = json_meta(&pv->joined_meta);
+        json_object_set_new(o, "value", json_integer((json_int_t)v));
+        json_object_set_new(o, "into", json_string(pv->join == JOIN_FILE ? "file" : "pool"));
+        json_object_set_new(o, "path", pv->join == JOIN_FILE
+                                           ? json_string(prog->groups[pv->join_group].path)
+                                           : json_null());
+        json_array_append_new(a, o);
+    }
+    return a;
 }
 
 static json_t *json_stage_memory(const struct program *prog, const struct program_stage *st)
@@ -502,6 +578,7 @@ void program_print_json(const struct plan *plan, FILE *out)
             json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));
             json_object_set_new(o, "foreach_size", json_integer(ps->stage->foreach_size));
             json_object_set_new(o, "foreach_blocks", json_integer(ps->foreach_blocks));
+            json_object_set_new(o, "joins", json_joins(prog, s));
         }
         json_array_append_new(stages, o);
     }

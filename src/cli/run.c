@@ -66,7 +66,7 @@ static const char run_options_help[] =
     "                           a progress line on stderr (default: on a terminal)\n"
     "      --fsync              flush outputs and their directories to disk\n"
     "  -n, --dry-run            check and print the program; compute and write nothing\n"
-    "      --json               with --dry-run: the program as JSON\n"
+    "      --json               with --dry-run: the program as JSON (else a usage error)\n"
     "  -q, --quiet              no statistics, no progress\n"
     "  -v, --verbose            the time of every statement too\n";
 
@@ -365,6 +365,9 @@ int run_args_parse_for(int argc, char **argv, enum run_command which, struct run
     }
     if (a->print && a->format != TIO_FORMAT_UNKNOWN)
         return usage_error("eval: --print writes text, --format bytes: give one of them");
+    if (a->json && !a->dry_run && !validate)
+        return usage_error("%s: --json prints the program, which only --dry-run prints "
+                           "(statistics as JSON: --stats json)", command);
     a->dry_run = a->dry_run || validate;
     if (a->quiet && !a->stats_given)
         a->options.stats = REPORT_NONE;

@@ -295,11 +295,15 @@ static tr_status view(struct tally *t)
     return TR_OK;
 }
 
+/* tr__k_copy: into its destination when it has one, else a copy (clone,
+ * or contiguous of a strided x) or x itself. */
 static tr_status copy(struct tally *t)
 {
     const struct tr_value *x = &t->args[0];
     bool clone = t->op->info.id == TR_OP_CLONE;
 
+    if (t->given && t->given[0])
+        return TR_OK;
     copy_result(t, clone || (is_tensor(x) && x->strided) ? bytes_of(x, t->results[0].dtype) : 0);
     return TR_OK;
 }
@@ -427,7 +431,7 @@ static const struct {
     {tr__k_transpose, view, false},        {tr__k_permute, view, false},
     {tr__k_squeeze, view, false},          {tr__k_unsqueeze, view, false},
     {tr__k_expand, view, false},           {tr__k_diagonal, view, false},
-    {tr__k_copy, copy, false},             {tr__k_cast, cast, false},
+    {tr__k_copy, copy, true},              {tr__k_cast, cast, false},
     {tr__k_to, to, false},                 {tr__k_matmul, matmul, true},
     {tr__k_outer, two_operands, true},     {tr__k_sort, sort, false},
     {tr__k_gather, indexed, false},        {tr__k_index_select, indexed, false},

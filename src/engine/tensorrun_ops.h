@@ -301,9 +301,9 @@ tr_status tr_op_scratch(const struct tr_op_info *op, const struct tr_value *args
 
 /* Whether op's kernel makes its first result in a destination it is given
  * (struct tr_dest) when the destination fits: the elementwise, reducing,
- * row-wise, creating and matmul kernels do; views, copies, casts,
- * transfers, sorts, gathers, joins and quantisation make their own, and a
- * caller copies them where they go.  tr_op_scratch counts a given result
+ * row-wise, creating, copying (contiguous, clone) and matmul kernels do;
+ * views, casts, transfers, sorts, gathers, joins and quantisation make
+ * their own, and a caller copies them where they go.  tr_op_scratch counts a given result
  * of an op that does not as made in the pool. */
 bool tr_op_takes_dest(const struct tr_op_info *op);
 

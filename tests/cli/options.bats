@@ -200,3 +200,16 @@ outputs: {y: y.npy}'
     run_tensorrun 0 p.yaml -q --memory-limit 9000000000000000
     [[ "$stderr" == *"more than this machine's memory"* ]]
 }
+
+@test "--json without --dry-run is a usage error that points to --stats json" {
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: [y = a * 2]}
+outputs: {y: y.npy}'
+    run_tensorrun 2 p.yaml --json
+    [[ "$stderr" == *"run: --json prints the program, which only --dry-run prints"*"--stats json"* ]]
+    [ ! -e y.npy ]
+    run_tensorrun 0 p.yaml --dry-run --json
+    [[ "$output" == *'"stages"'* ]]
+    run_tensorrun 2 eval 'x * 2' -i x=a.npy --json
+}

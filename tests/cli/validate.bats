@@ -345,3 +345,47 @@ outputs:
   z: {path: "-", format: safetensors}'
     run_tensorrun 0 validate p.yaml
 }
+
+@test "a foreach stage prints its parts: once before the blocks, each block, after; and its joins" {
+    pipeline 'inputs:
+  a: a.npy
+  q: q.npy
+stages:
+  - name: score
+    foreach: {over: a, size: 100}
+    do:
+      - qn = q / norm(q, dim=-1, keepdim=true)
+      - s = a @ qn.T
+      - e = exp(s) + chunk_index
+      - t = sum(e, dim=1)
+      - u = t * 2
+    keep: [t]
+  - name: after
+    do:
+      - total = sum(t)
+outputs:
+  u: u.npy
+  e: e.npy.zst
+  total: total.npy'
+    run_tensorrun 0 validate p.yaml
+    [[ "$output" == *"foreach a by 100 rows (11 blocks):"*"once, before the blocks:"*"qn "*"each block:"*"(each block of the foreach)"*"t "*"after the blocks:"*"write e.npy.zst"* ]]
+    [[ "$output" == *"joins %"*" e f32[1024,4] in the pool, made before the first block"* ]]
+    [[ "$output" == *"joins %"*" u f32[1024] into u.npy, each block at its rows"* ]]
+    [[ "$output" == *"u              f32[1024]"*"-> u.npy"* ]]
+    run_tensorrun 0 validate --json p.yaml
+    printf '%s' "$output" | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+st = p["stages"][0]
+names = {v["id"]: v["name"] for v in p["values"]}
+part = {}
+for i in st["instructions"]:
+    for r in i.get("results", []):
+        part[names[r]] = i["part"]
+assert part["qn"] == "once" and part["s"] == "block" and part["u"] == "block", part
+assert [i["part"] for i in st["instructions"]][-1] == "after"
+joins = {names[j["value"]]: (j["into"], j["path"], j["shape"]) for j in st["joins"]}
+assert joins == {"e": ("pool", None, [1024, 4]), "t": ("pool", None, [1024]),
+                 "u": ("file", "u.npy", [1024])}, joins
+assert all(i["part"] is None for i in p["stages"][1]["instructions"])'
+}

@@ -132,6 +132,7 @@ struct reads {
     const struct program *prog;
     size_t at;          /* the instruction reading */
     size_t count;
+    bool no_block;      /* it runs once, before a foreach stage's blocks */
 };
 
 /* A value read by instruction r->at exists and is made before it. */
@@ -145,6 +146,7 @@ static void check_read(uint32_t id, void *ctx)
     check(id < prog->nvalues);
     v = &prog->values[id];
     r->count++;
+    check(!r->no_block || !v->depends);
     switch (v->origin) {
     case ORIGIN_RESULT:
         check(v->def < r->at);
@@ -288,7 +290,7 @@ static void check_instr(const struct program *prog, size_t i, int stage)
     check(in->dest_group >= -1 && in->dest_group < (ptrdiff_t)prog->ngroups);
     if (in->dest_group >= 0) {
         const struct output_group *g = &prog->groups[in->dest_group];
-        uint32_t id = prog->outputs[g->members[0]];
+        uint32_t id = prog->instrs[g->write].wargs[0];
         check((in->kind == INSTR_OP || in->kind == INSTR_FUSED) && !op_is_view(in->op) && g->mappable);
         check(in->results[0] == id && !prog->values[id].kept);
         check(prog->values[id].last_use == g->write);
@@ -365,6 +367,28 @@ static void check_program(const struct plan *plan)
                   (m->peak_at >= st->first && m->peak_at < st->first + st->count));
             check(m->peak_at != SIZE_MAX || m->peak_bytes == m->start_bytes);
         }
+        /* foreach: the parts in order, nothing once that needs the block,
+         * only writes after the blocks */
+        if (st->over == VALUE_NONE) {
+            for (size_t i = st->first; i < st->first + st->count; i++)
+                check(prog->instrs[i].part == PART_STAGE);
+        } else {
+            check(st->nonce + st->nblock <= st->count);
+            for (size_t i = st->first; i < st->first + st->count; i++) {
+                const struct instr *in = &prog->instrs[i];
+                size_t k = i - st->first;
+                check(in->part == (k < st->nonce                ? PART_ONCE
+                                   : k < st->nonce + st->nblock ? PART_BLOCK
+                                                                : PART_AFTER));
+                check(in->part != PART_AFTER || in->kind == INSTR_WRITE);
+                for (int r = 0; in->part == PART_ONCE && r < in->nresults; r++)
+                    check(!prog->values[in->results[r]].depends);
+                if (in->part == PART_ONCE) {
+                    struct reads r = {.prog = prog, .at = i, .no_block = true};
+                    instr_reads(in, check_read, &r);
+                }
+            }
+        }
         check(st->over == VALUE_NONE || st->over < prog->nvalues);
         check(st->block == VALUE_NONE || st->block < prog->nvalues);
         /* the value cut into blocks outlives every block */
@@ -390,13 +414,24 @@ static void check_program(const struct plan *plan)
             check(grp->members[m] < prog->noutputs);
             uint32_t id = prog->outputs[grp->members[m]];
             check(id != VALUE_NONE && w->wargs[m] < prog->nvalues);
-            /* the value itself, or its copy moved to the CPU for the write */
+            /* the value itself, or its copy moved to the CPU for the write,
+             * or (place_copies) a compact clone of either */
             if (w->wargs[m] != id) {
-                const struct value *copy = &prog->values[w->wargs[m]];
-                const struct instr *move = &prog->instrs[copy->def];
-                check(copy->origin == ORIGIN_RESULT && move->transfer &&
-                      move->args[0].kind == OPERAND_VALUE && move->args[0].value == id &&
-                      copy->meta.device.kind == TR_DEV_CPU);
+                uint32_t got = w->wargs[m];
+                const struct value *copy = &prog->values[got];
+                const struct instr *make = &prog->instrs[copy->def];
+                check(copy->origin == ORIGIN_RESULT && copy->meta.device.kind == TR_DEV_CPU &&
+                      make->args[0].kind == OPERAND_VALUE);
+                if (!make->transfer) {
+                    check(make->op->id == TR_OP_CLONE && grp->mappable && !copy->meta.strided);
+                    got = make->args[0].value;
+                    copy = &prog->values[got];
+                    make = got != id ? &prog->instrs[copy->def] : make;
+                    check(got == id || copy->origin == ORIGIN_RESULT);
+                }
+                if (got != id)
+                    check(make->transfer && make->args[0].kind == OPERAND_VALUE &&
+                          make->args[0].value == id && copy->meta.device.kind == TR_DEV_CPU);
             }
             check(strcmp(p->outputs[grp->members[m]].path, grp->path) == 0);
             /* a file is written once its values are made */

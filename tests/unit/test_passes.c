@@ -2,13 +2,15 @@
  * test_passes.c - the fuse, liveness, place and memory passes on programs
  * built by hand: which chains become one instruction, where each value
  * dies, what each stage keeps, which result an output file may hold,
- * which op computes in place, and each stage's pool peak, worked out by
- * hand from the pool's rounding (512-byte blocks up to 1 MiB).
+ * the parts of a foreach stage and its joins, which op computes in place,
+ * and each stage's pool peak, worked out by hand from the pool's rounding
+ * (512-byte blocks up to 1 MiB).
  */
 #include "config.h"
 
 #include <string.h>
 
+#include "foreach.h"
 #include "fuse.h"
 #include "liveness.h"
 #include "memory.h"
@@ -266,6 +268,65 @@ static void test_fuse_limits(void)
     (void)y;
 }
 
+/* A foreach stage over x whose block is b: c = w * 2 and d = c * 3 do not
+ * depend on the block and move before the rest; y = b + w, t = b * d and
+ * z = t + y do, and so does the write of z, which runs after the blocks.
+ * y, read by the next stage, joins in the pool; z, read by its .npy
+ * output alone, joins into that file.  The chain t + y stays within the
+ * block's part: c and d are not pulled into it from the part before. */
+static void test_foreach(void)
+{
+    struct program *prog = program_new(2, 1);
+    uint32_t x = input(prog, "x"), w = input(prog, "w");
+    struct value block = {.meta = tensor(length), .origin = ORIGIN_BUILTIN, .name = "x",
+                          .stage = 0, .depends = true};
+    uint32_t b = program_add_value(prog, &block), y, c, d, t, z;
+
+    prog->stages[0].over = x;
+    prog->stages[0].block = b;
+    y = binary(prog, 0, TR_OP_ADD, val(b), val(w), "y");
+    c = binary(prog, 0, TR_OP_MUL, val(w), num(2), "c");
+    d = binary(prog, 0, TR_OP_MUL, val(c), num(3), "d");
+    t = binary(prog, 0, TR_OP_MUL, val(b), val(d), "t");
+    z = binary(prog, 0, TR_OP_ADD, val(t), val(y), "z");
+    prog->values[y].depends = prog->values[t].depends = prog->values[z].depends = true;
+    write_of(prog, 0, z, 0);
+    binary(prog, 1, TR_OP_SUB, val(y), num(1), "q");
+    for (uint32_t v = y; v <= z; v++)
+        prog->values[v].joined_meta = prog->values[v].meta;
+    ok(foreach_run(prog), "foreach runs");
+    is_int(prog->stages[0].nonce, 2, "two instructions run once");
+    is_int(prog->stages[0].nblock, 3, "three run for each block");
+    is_int(prog->stages[0].count, 6, "and the write after them");
+    ok(prog->instrs[0].results[0] == c && prog->instrs[1].results[0] == d,
+       "c and d move first, in their order");
+    ok(prog->instrs[0].part == PART_ONCE && prog->instrs[1].part == PART_ONCE, "as the once part");
+    ok(prog->instrs[2].results[0] == y && prog->instrs[3].results[0] == t &&
+           prog->instrs[4].results[0] == z && prog->instrs[2].part == PART_BLOCK &&
+           prog->instrs[4].part == PART_BLOCK,
+       "then y, t and z, for each block");
+    ok(prog->instrs[5].kind == INSTR_WRITE && prog->instrs[5].part == PART_AFTER &&
+           prog->groups[0].write == 5,
+       "then z's write, after the blocks, its group renumbered");
+    ok(prog->values[y].def == 2 && prog->values[c].def == 0, "values point at their new places");
+    is_int(prog->instrs[6].part, PART_STAGE, "an ordinary stage has no parts");
+    is_int(prog->values[y].join, JOIN_POOL, "y, read by the next stage, joins in the pool");
+    is_int(prog->values[z].join, JOIN_FILE, "z, read by its .npy alone, joins into its file");
+    is_int(prog->values[z].join_group, 0, "that file");
+    is_int(prog->values[t].join, JOIN_NONE, "t lives within a block");
+    is_int(prog->values[c].join, JOIN_NONE, "c is made once, not joined");
+    ok(fuse_run(prog), "fuse runs");
+    ok(prog->instrs[4].kind == INSTR_FUSED && prog->instrs[3].fused_into == 4 &&
+           prog->instrs[4].chain->nsteps == 2,
+       "t and z are one chain of the block's part");
+    ok(prog->instrs[1].kind == INSTR_FUSED && prog->instrs[0].fused_into == 1,
+       "c and d one of the once part, not pulled into it");
+    ok(liveness_run(prog), "liveness runs");
+    place_run(prog);
+    is_int(prog->instrs[4].dest_group, -1, "a joined value's file is its join's, not a destination");
+    program_free(prog);
+}
+
 /* The passes memory_run follows, in the order plan.c runs them (no fusion:
  * the figures are the unfused program's). */
 static bool plan_memory(struct program *prog)
@@ -424,6 +485,7 @@ int main(void)
     test_stages();
     test_keep_and_finals();
     test_unused_input();
+    test_foreach();
     test_memory_in_place();
     test_memory_roots();
     test_memory_writes();

@@ -235,19 +235,43 @@ tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
     return give(v, results);
 }
 
-/* contiguous(x) and clone(x). */
+/* The values of a block as they are: a copy of n items of *ctx bytes. */
+static void copy_block(char *out, const char *const *in, int64_t n, const void *ctx)
+{
+    memcpy(out, in[0], (size_t)n * *(const size_t *)ctx);
+}
+
+/* contiguous(x) and clone(x).  Given a destination, both copy into it,
+ * block by block over the threads, and a destination filled by calls (an
+ * output file, struct tr_sink) is handed each thread's blocks in runs, as
+ * the elementwise ops hand theirs: x[::2] to a file goes there without a
+ * copy of its size anywhere. */
 tr_status tr__k_copy(const struct tr__op *op, const struct tr_arg *args,
                      const struct tr_value *out, const struct tr_dest *dest,
                      struct tr_tensor **results)
 {
-    (void)dest; /* a view, or a copy of its own: the caller copies it */
     struct tr_tensor *x = input(args, 0), *v;
+    struct tr__store store;
+    size_t item;
+    tr_status s;
 
-    (void)out;
     if (!x)
         return tr_last_status();
-    v = op->info.id == TR_OP_CLONE ? tr_clone(x) : tr_contiguous(x);
+    if (!dest) {
+        v = op->info.id == TR_OP_CLONE ? tr_clone(x) : tr_contiguous(x);
+        tr_release(x);
+        return give(v, results);
+    }
+    item = tr_dtype_size(x->dtype);
+    v = tr__stream_result(op->info.name, out, x->storage->device, dest, &store);
+    s = v ? tr__map_stream(v, &store, x->dtype, (const struct tr_tensor *const[]){x}, 1, x->dtype,
+                           copy_block, &item)
+          : tr_last_status();
     tr_release(x);
+    if (s != TR_OK) {
+        tr_release(v);
+        return s;
+    }
     return give(v, results);
 }
 
