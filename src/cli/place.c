@@ -233,7 +233,9 @@ bool place_copies(struct program *prog)
             c->statement = in.statement;
             c->line = in.line;
             c->col = in.col;
-            c->part = in.part;
+            c->part = in.part; /* the write's part, whose count grows by one */
+            prog->stages[in.stage].nonce += in.part == PART_ONCE;
+            prog->stages[in.stage].nblock += in.part == PART_BLOCK;
             wargs[0] = id;
             in.wargs = wargs;
         }

@@ -342,6 +342,40 @@ static uint64_t peak(const struct program *prog, size_t stage)
     return prog->stages[stage].memory[0].peak_bytes;
 }
 
+/* A strided view written alone to its .npy becomes a clone computed into
+ * the file: no buffer to write it through, no pool memory. */
+static void test_copies(void)
+{
+    struct program *prog = program_new(1, 1);
+    uint32_t x = input(prog, "x");
+    uint32_t v = unary(prog, 0, TR_OP_PERMUTE, val(x), "v"), c;
+    const struct instr *in;
+
+    prog->values[v].meta.strided = true; /* as tr_op_layout says of a transpose */
+    prog->values[v].meta.strides[0] = 2;
+    write_of(prog, 0, v, 0);
+    ok(place_copies(prog), "place_copies runs");
+    is_int(prog->ninstrs, 3, "one instruction more");
+    in = &prog->instrs[1];
+    ok(in->kind == INSTR_OP && in->op->id == TR_OP_CLONE && in->args[0].value == v,
+       "a clone of v, right before the write");
+    c = in->results[0];
+    ok(!prog->values[c].meta.strided && prog->instrs[2].wargs[0] == c &&
+           prog->groups[0].write == 2,
+       "compact, and what the write writes");
+    ok(plan_memory(prog), "the passes after it run");
+    is_int(prog->instrs[1].dest_group, 0, "the clone is computed into the file");
+    is_int(peak(prog, 0), 0, "taking no pool memory");
+    program_free(prog);
+
+    prog = program_new(1, 1);
+    x = input(prog, "x");
+    v = binary(prog, 0, TR_OP_MUL, val(x), num(2), "v");
+    write_of(prog, 0, v, 0);
+    ok(place_copies(prog) && prog->ninstrs == 2, "a compact value needs no clone");
+    program_free(prog);
+}
+
 /* f32[1000] takes 4000 bytes, a block of 4096.  t = x * 2; y = t + 1
  * computes y into t's block, which dies there; t + t cannot (t is read
  * twice), nor can an op over a value read later. */
@@ -487,6 +521,7 @@ int main(void)
     test_unused_input();
     test_foreach();
     test_memory_in_place();
+    test_copies();
     test_memory_roots();
     test_memory_writes();
     return done_testing();
