@@ -225,7 +225,8 @@ static void replay_op(struct replay *r, struct instr *in)
             take(r, id, d, m.results[i]);
         else if (i == 0 && in->in_place >= 0)
             alias = &in->args[in->in_place];
-        else if (!given[i] && results[i].kind == TR_VALUE_TENSOR && !tr_op_takes_dest(in->op))
+        else if (!given[i] && results[i].kind == TR_VALUE_TENSOR &&
+                 (!tr_op_takes_dest(in->op) || in->op->group_id == TR_GROUP_COPY))
             alias = &in->args[0]; /* a view, or x itself (a copy it needs none of) */
         if (alias && alias->kind == OPERAND_VALUE)
             hold(r, id, r->root_of[alias->value]);
