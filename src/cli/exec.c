@@ -578,6 +578,23 @@ static int check_peak(const struct exec *x, size_t s, struct tr_device device, u
     return EXIT_OK;
 }
 
+/* The same for what came before the first stage: the inputs' opening
+ * (plan_build, after run_loaded reset the peak), their loading and the
+ * writes before the stages. */
+static int check_before_stages(const struct exec *x)
+{
+    struct tr_memory_stats st;
+
+    if (!x->check_memory || tr_memory_stats(TR_CPU, &st) != TR_OK ||
+        st.peak_active_bytes == x->prog->before.peak_bytes)
+        return EXIT_OK;
+    msg_error(NULL, "internal error: before the stages, the pool peaked at %llu bytes on cpu, "
+                    "and validate said %llu (TENSORRUN_CHECK_MEMORY)",
+              (unsigned long long)st.peak_active_bytes,
+              (unsigned long long)x->prog->before.peak_bytes);
+    return EXIT_RUNTIME;
+}
+
 /* A stage's line of statistics for device: what its pool did since before. */
 static int report_device(struct exec *x, size_t s, struct tr_device device,
                          const struct tr_memory_stats *before, const char **kept, size_t nkept,
@@ -713,32 +730,12 @@ static int print_value(struct exec *x, uint32_t id, FILE *out)
     return EXIT_OK;
 }
 
-/* The first op of stage s that its device has no kernel for, or NULL. */
-static const struct tr_op_info *unsupported_op(const struct exec *x, size_t s)
-{
-    const struct program_stage *st = &x->prog->stages[s];
-
-    for (size_t i = st->first; i < st->first + st->count; i++) {
-        const struct instr *in = &x->prog->instrs[i];
-        enum tr_dtype dtypes[TR_OP_MAX_PARAMS];
-        int n = 0;
-        if ((in->kind != INSTR_OP && in->kind != INSTR_FUSED) || in->transfer)
-            continue;
-        for (int a = 0; a < in->nargs; a++)
-            if (in->args[a].kind == OPERAND_VALUE &&
-                x->prog->values[in->args[a].value].meta.kind == TR_VALUE_TENSOR)
-                dtypes[n++] = x->prog->values[in->args[a].value].meta.dtype;
-        if (!tr_device_supports(st->device, in->op->id, dtypes, n))
-            return in->op;
-    }
-    return NULL;
-}
-
 static int refuse_unrunnable(const struct exec *x)
 {
     for (size_t s = 0; s < x->plan->nstages; s++) {
         const struct plan_stage *ps = &x->plan->stages[s];
         const struct tr_op_info *op;
+        const struct instr *at;
         char dev[TR_DEVICE_NAME_MAX];
         if (ps->stage->has_foreach) {
             msg_error(NULL, "stage '%s': foreach (chunked stages) is checked by this version "
@@ -749,7 +746,8 @@ static int refuse_unrunnable(const struct exec *x)
         if (ps->device.kind == TR_DEV_CPU)
             continue;
         tr_device_format(ps->device, dev, sizeof dev);
-        op = tr_device_available(ps->device) ? unsupported_op(x, s) : NULL;
+        at = tr_device_available(ps->device) ? program_unsupported(x->prog, s) : NULL;
+        op = at ? at->op : NULL;
         if (!tr_device_available(ps->device))
             msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
                       ps->stage->name, dev, tr_device_unavailable_reason(ps->device));
@@ -761,6 +759,11 @@ static int refuse_unrunnable(const struct exec *x)
                       ps->stage->name, dev, op->name);
         else
             continue;
+        if (op) {
+            char place[64 + 4096];
+            snprintf(place, sizeof place, "%s:%d:%d", x->p->path, at->line, at->col);
+            msg_note(place, "in this statement of stage '%s'", ps->stage->name);
+        }
         msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
                  "the stage");
         return EXIT_RUNTIME;
@@ -854,6 +857,8 @@ int exec_run(struct plan *plan, const struct run_options *o)
         status = load_inputs(&x);
     for (size_t i = 0; i < x.prog->nprologue && status == EXIT_OK; i++)
         status = run_instr(&x, NULL, i);
+    if (status == EXIT_OK)
+        status = check_before_stages(&x);
     if (status == EXIT_OK)
         x.progress = progress_start(o->progress, stderr);
     for (size_t s = 0; s < plan->nstages && status == EXIT_OK; s++)

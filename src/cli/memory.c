@@ -39,7 +39,8 @@ struct replay {
     struct tr_device *devices;   /* every device met so far, the CPU first */
     uint64_t *live;              /* per device: the active bytes now */
     size_t ndevices, devices_cap;
-    struct program_stage *stage; /* the stage replayed; NULL before the stages */
+    struct program_stage *stage; /* the stage replayed, or &before */
+    struct program_stage before; /* the inputs' loading and the writes before the stages */
     size_t at;                   /* the instruction replayed */
     bool ok;
 };
@@ -340,13 +341,37 @@ static void end_stage(struct replay *r, size_t s)
     r->stage = NULL;
 }
 
+/* From the inputs' opening to the first stage, as plan_build and exec's
+ * load_inputs go: every stream is read whole when its file is opened;
+ * then, input by input, the load makes its copy (and closing the file
+ * gives the stream's block back), and an input nothing reads is released
+ * at once. */
 static void load_inputs(struct replay *r)
 {
-    for (size_t v = 0; v < r->prog->nvalues; v++) {
-        const struct value *pv = &r->prog->values[v];
-        if (pv->origin != ORIGIN_INPUT || pv->last_use == LIVE_UNUSED)
+    struct program *prog = r->prog;
+    size_t cpu = device_index(r, TR_CPU);
+    uint64_t streams = 0;
+
+    memset(&prog->before, 0, sizeof prog->before);
+    prog->before.device = TR_CPU;
+    prog->before.peak_at = SIZE_MAX;
+    for (size_t v = 0; v < prog->nvalues; v++)
+        if (prog->values[v].origin == ORIGIN_INPUT)
+            streams += tr_memory_block_size(prog->values[v].stream_bytes);
+    r->live[cpu] = streams;
+    prog->before.peak_bytes = streams;
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        uint64_t stream = tr_memory_block_size(pv->stream_bytes);
+        uint64_t copy = tr_memory_block_size(pv->copy_bytes);
+        if (pv->origin != ORIGIN_INPUT)
             continue;
-        take(r, (uint32_t)v, device_index(r, TR_CPU), tr_memory_block_size(pv->loaded_bytes));
+        if (r->live[cpu] + copy > prog->before.peak_bytes)
+            prog->before.peak_bytes = r->live[cpu] + copy;
+        r->live[cpu] -= stream; /* the tensor's own block is taken again below */
+        take(r, (uint32_t)v, cpu, copy ? copy : stream);
+        if (pv->last_use == LIVE_UNUSED)
+            release(r, (uint32_t)v);
     }
 }
 
@@ -361,14 +386,21 @@ bool memory_run(struct program *prog, int threads)
     r.live = calloc(cap, sizeof *r.live);
     r.devices_cap = cap;
     r.ok = r.roots && r.root_of && r.devices && r.live;
+    memset(&prog->before, 0, sizeof prog->before);
     for (size_t v = 0; r.ok && v < prog->nvalues; v++)
         r.root_of[v] = NO_ROOT;
     if (r.ok) {
         device_index(&r, TR_CPU);
         load_inputs(&r);
     }
+    r.before.nmemory = 1;
+    r.before.memory[0] = prog->before;
+    r.stage = &r.before;
     for (r.at = 0; r.ok && r.at < prog->nprologue; r.at++)
         replay_instr(&r, &prog->instrs[r.at]);
+    r.stage = NULL;
+    prog->before = r.before.memory[0];
+    prog->before.end_bytes = r.live[0]; /* the CPU's */
     for (size_t s = 0; s < prog->nstages && r.ok; s++) {
         struct program_stage *st = &prog->stages[s];
         begin_stage(&r, st);

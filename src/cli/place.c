@@ -216,7 +216,7 @@ bool place_copies(struct program *prog)
             copy.def = prog->ninstrs;
             copy.meta.strided = false;
             copy.meta.weak = false;
-            copy.loaded_bytes = 0;
+            copy.stream_bytes = copy.copy_bytes = 0;
             id = wargs ? program_add_value(prog, &copy) : VALUE_NONE;
             c = id != VALUE_NONE ? program_add_instr(prog, in.stage, INSTR_OP) : NULL;
             if (!c) {

@@ -362,8 +362,10 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
             memcpy(v->meta.strides, e->strides, sizeof e->strides);
         pi->meta = v->meta;
         v->value = binding_value(plan, v, ORIGIN_INPUT, i);
-        if (v->value != VALUE_NONE && pi->file)
-            plan->program->values[v->value].loaded_bytes = tio_file_held_bytes(pi->file, pi->index);
+        if (v->value != VALUE_NONE && pi->file) {
+            plan->program->values[v->value].stream_bytes = tio_file_stream_bytes(pi->file);
+            plan->program->values[v->value].copy_bytes = tio_file_copy_bytes(pi->file, pi->index);
+        }
         v->poisoned = v->value == VALUE_NONE;
     }
 }
@@ -548,6 +550,27 @@ static void stage_keeps(struct plan *plan)
     }
 }
 
+/* A stage on an available device that has no kernel for one of its ops
+ * fails when it runs (exec.c refuses it before anything computes): said
+ * here too, at the statement, so that validate tells. */
+static void warn_unsupported(const struct plan *plan, struct diag_list *d)
+{
+    for (size_t s = 0; s < plan->nstages; s++) {
+        const struct plan_stage *ps = &plan->stages[s];
+        const struct instr *in;
+        char dev[TR_DEVICE_NAME_MAX];
+        if (ps->device.kind == TR_DEV_CPU || !tr_device_available(ps->device))
+            continue; /* an unavailable device has its warning already */
+        in = program_unsupported(plan->program, s);
+        if (!in)
+            continue;
+        tr_device_format(ps->device, dev, sizeof dev);
+        diag_warning(d, in->line, in->col, "run it on the CPU: device: cpu in the stage",
+                     "stage '%s' is to run on %s, which has no kernel for %s; running it will "
+                     "fail", ps->stage->name ? ps->stage->name : "?", dev, in->op->name);
+    }
+}
+
 static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
                           const struct plan_input_source *src)
 {
@@ -604,6 +627,7 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             return NULL;
         }
         stage_keeps(plan);
+        warn_unsupported(plan, d);
     }
     return plan;
 }

@@ -193,3 +193,23 @@ bool op_is_view(const struct tr_op_info *op)
 {
     return op->group_id == TR_GROUP_VIEWS;
 }
+
+const struct instr *program_unsupported(const struct program *prog, size_t s)
+{
+    const struct program_stage *st = &prog->stages[s];
+
+    for (size_t i = st->first; i < st->first + st->count; i++) {
+        const struct instr *in = &prog->instrs[i];
+        enum tr_dtype dtypes[TR_OP_MAX_PARAMS];
+        int n = 0;
+        if ((in->kind != INSTR_OP && in->kind != INSTR_FUSED) || in->transfer)
+            continue;
+        for (int a = 0; a < in->nargs; a++)
+            if (in->args[a].kind == OPERAND_VALUE &&
+                prog->values[in->args[a].value].meta.kind == TR_VALUE_TENSOR)
+                dtypes[n++] = prog->values[in->args[a].value].meta.dtype;
+        if (!tr_device_supports(st->device, in->op->id, dtypes, n))
+            return in;
+    }
+    return NULL;
+}

@@ -47,9 +47,11 @@ struct value {
      * the block's rows; JOIN_NONE for a value that is not joined */
     enum join_kind { JOIN_NONE, JOIN_POOL, JOIN_FILE } join;
     ptrdiff_t join_group;
-    uint64_t loaded_bytes;   /* ORIGIN_INPUT: the CPU pool bytes its tensor holds once
-                                loaded, before rounding (tio_file_held_bytes; 0 when
-                                mapped in place) */
+    /* ORIGIN_INPUT: the CPU pool bytes, before rounding, of the block its
+     * stream is read into when the file is opened (tio_file_stream_bytes)
+     * and of the copy its load makes (tio_file_copy_bytes); 0 and 0 when
+     * it is mapped and viewed in place */
+    uint64_t stream_bytes, copy_bytes;
     uint64_t block_bytes;    /* memory: the pool block it is made in (rounded); 0 when it
                                 has none of its own (a view, in place, in a file) */
 };
@@ -178,6 +180,10 @@ struct program_stage {
 struct program_arena;
 
 struct program {
+    /* memory: the CPU pool from the inputs' opening to the first stage:
+     * the streams read whole, the copies loads make, the inputs nothing
+     * reads released, and the writes before the stages */
+    struct stage_memory before;
     struct value *values;
     size_t nvalues, values_cap;
     struct instr *instrs;        /* the prologue first (writes of inputs only), then the stages */
@@ -222,5 +228,9 @@ bool op_is_view(const struct tr_op_info *op);
 /* Calls fn for every value an instruction reads (repeats included): none
  * for a step of a fused chain, the chain's inputs for the chain. */
 void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx);
+
+/* The first instruction of stage s whose op its device has no kernel for
+ * (tr_device_supports), or NULL. */
+const struct instr *program_unsupported(const struct program *prog, size_t s);
 
 #endif /* TR_CLI_PROGRAM_H */

@@ -234,7 +234,9 @@ static void print_stage_memory(const struct plan *plan, const struct stage_memor
 
     if (m->peak_at != SIZE_MAX) {
         const struct instr *in = &prog->instrs[m->peak_at];
-        if (in->kind == INSTR_WRITE)
+        if (in->kind == INSTR_WRITE && in->stage < 0)
+            snprintf(at, sizeof at, "writing %s", prog->groups[in->group].path);
+        else if (in->kind == INSTR_WRITE)
             snprintf(at, sizeof at, "writing %s, line %d", prog->groups[in->group].path, in->line);
         else
             snprintf(at, sizeof at, "at %%%u, line %d", in->results[0], in->line);
@@ -277,14 +279,20 @@ void program_print(const struct plan *plan, FILE *out)
                 plan_describe(&pv->meta, a, sizeof a), in->input->path,
                 in->mapped_bytes ? ", mapped " : "",
                 in->mapped_bytes ? tr_format_bytes(in->mapped_bytes, b, sizeof b) : "");
+        if (pv->stream_bytes)
+            fprintf(out, ", read into the pool %s", tr_format_bytes(pv->stream_bytes, b, sizeof b));
+        if (pv->copy_bytes)
+            fprintf(out, ", copied into the pool %s", tr_format_bytes(pv->copy_bytes, b, sizeof b));
         if (pv->last_use == LIVE_UNUSED)
             fprintf(out, "   (unused)");
         fputc('\n', out);
     }
-    if (prog->nprologue)
+    if (prog->nprologue || prog->before.peak_bytes)
         fprintf(out, "before the stages:\n");
     for (size_t i = 0; i < prog->nprologue; i++)
         print_instr(plan, i, out);
+    if (prog->nprologue || prog->before.peak_bytes)
+        print_stage_memory(plan, &prog->before, out);
     for (size_t s = 0; s < plan->nstages; s++) {
         const struct plan_stage *ps = &plan->stages[s];
         const struct program_stage *pst = &prog->stages[s];
@@ -480,25 +488,29 @@ static json_t *json_joins(const struct program *prog, size_t s)
     return a;
 }
 
+static json_t *json_memory(const struct program *prog, const struct stage_memory *m)
+{
+    json_t *o = json_object();
+    char dev[TR_DEVICE_NAME_MAX];
+
+    json_object_set_new(o, "device", json_string(tr_device_format(m->device, dev, sizeof dev)));
+    json_object_set_new(o, "start_bytes", json_integer((json_int_t)m->start_bytes));
+    json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
+    json_object_set_new(o, "peak_at", m->peak_at != SIZE_MAX ? json_integer((json_int_t)m->peak_at)
+                                                            : json_null());
+    json_object_set_new(o, "peak_line", m->peak_at != SIZE_MAX
+                                            ? json_integer(prog->instrs[m->peak_at].line)
+                                            : json_null());
+    json_object_set_new(o, "end_bytes", json_integer((json_int_t)m->end_bytes));
+    return o;
+}
+
 static json_t *json_stage_memory(const struct program *prog, const struct program_stage *st)
 {
     json_t *a = json_array();
-    char dev[TR_DEVICE_NAME_MAX];
 
-    for (size_t k = 0; k < st->nmemory; k++) {
-        const struct stage_memory *m = &st->memory[k];
-        json_t *o = json_object();
-        json_object_set_new(o, "device", json_string(tr_device_format(m->device, dev, sizeof dev)));
-        json_object_set_new(o, "start_bytes", json_integer((json_int_t)m->start_bytes));
-        json_object_set_new(o, "peak_bytes", json_integer((json_int_t)m->peak_bytes));
-        json_object_set_new(o, "peak_at", m->peak_at != SIZE_MAX ? json_integer((json_int_t)m->peak_at)
-                                                                : json_null());
-        json_object_set_new(o, "peak_line", m->peak_at != SIZE_MAX
-                                                ? json_integer(prog->instrs[m->peak_at].line)
-                                                : json_null());
-        json_object_set_new(o, "end_bytes", json_integer((json_int_t)m->end_bytes));
-        json_array_append_new(a, o);
-    }
+    for (size_t k = 0; k < st->nmemory; k++)
+        json_array_append_new(a, json_memory(prog, &st->memory[k]));
     return a;
 }
 
@@ -597,6 +609,7 @@ void program_print_json(const struct plan *plan, FILE *out)
     json_object_set_new(root, "stages", stages);
     json_object_set_new(root, "outputs", outputs);
     json_object_set_new(root, "peak_bytes", peaks);
+    json_object_set_new(root, "before_stages_memory", json_memory(prog, &prog->before));
     json_object_set_new(root, "mapped_bytes", json_integer((json_int_t)plan->mapped_bytes));
     json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
     fputc('\n', out);

@@ -449,9 +449,11 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
                             : "raise --memory-limit, or give the input uncompressed in a "
                               "file, which is mapped rather than read into memory",
                         "input '%s': %s: out of memory: its data takes %s (%llu bytes, %s, "
-                        "as its header says) of pool memory, past the memory limit of %s",
+                        "as its header says) of pool memory, past the memory limit of %s "
+                        "(%llu bytes)",
                         in->name, in->path, tr_format_bytes(bytes, need, sizeof need),
-                        (unsigned long long)bytes, why, tr_format_bytes(limit, lim, sizeof lim));
+                        (unsigned long long)bytes, why, tr_format_bytes(limit, lim, sizeof lim),
+                        (unsigned long long)limit);
         return;
     }
 }
@@ -459,6 +461,27 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
 void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_list *d)
 {
     const struct program *prog = plan->program;
+    const struct stage_memory *b = &prog->before;
+
+    if (limit && b->peak_bytes > limit) {
+        char need[16], lim[16];
+        const struct instr *at = b->peak_at != SIZE_MAX ? &prog->instrs[b->peak_at] : NULL;
+        const struct output *out =
+            at && at->kind == INSTR_WRITE
+                ? &plan->pipeline->outputs[prog->groups[at->group].members[0]]
+                : NULL;
+        diag_error_code(d, 5, out ? out->line : 1, out ? out->col : 1,
+                        "raise --memory-limit; an input given uncompressed in a file is mapped, "
+                        "not read into memory",
+                        "%s needs %s (%llu bytes) of pool memory on cpu, past the memory limit "
+                        "of %s (%llu bytes)",
+                        at ? "writing the outputs made of inputs alone, before the stages,"
+                           : "reading the inputs",
+                        tr_format_bytes(b->peak_bytes, need, sizeof need),
+                        (unsigned long long)b->peak_bytes, tr_format_bytes(limit, lim, sizeof lim),
+                        (unsigned long long)limit);
+        return;
+    }
 
     for (size_t s = 0; limit && s < prog->nstages; s++) {
         const struct program_stage *st = &prog->stages[s];
@@ -477,12 +500,12 @@ void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_lis
                             "raise --memory-limit, or make the stage's values smaller (a "
                             "foreach stage works block by block)",
                             "stage '%s' needs %s (%llu bytes) of pool memory on %s at its peak, "
-                            "here, past the memory limit of %s",
+                            "here, past the memory limit of %s (%llu bytes)",
                             stage->name ? stage->name : "?",
                             tr_format_bytes(m->peak_bytes, need, sizeof need),
                             (unsigned long long)m->peak_bytes,
                             tr_device_format(m->device, dev, sizeof dev),
-                            tr_format_bytes(limit, lim, sizeof lim));
+                            tr_format_bytes(limit, lim, sizeof lim), (unsigned long long)limit);
             return;
         }
     }
@@ -512,6 +535,9 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
         msg_error(NULL, "%s", tr_last_error());
         return EXIT_RUNTIME;
     }
+    /* the peak before the first stage starts with the inputs' opening */
+    if (!a->dry_run)
+        tr_memory_reset_peak(TR_CPU);
     plan = plan_build(p, d, !a->dry_run);
     if (plan && diag_exit_code(d) == EXIT_OK)
         check_input_memory(plan, a->options.memory_limit, d);

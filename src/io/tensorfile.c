@@ -587,15 +587,16 @@ uint64_t tio_file_pool_bytes(const struct tio_file *f, size_t index)
     return e ? stream_bytes(f) + copy_bytes(f, e, index) : 0;
 }
 
-uint64_t tio_file_held_bytes(const struct tio_file *f, size_t index)
+uint64_t tio_file_stream_bytes(const struct tio_file *f)
+{
+    return stream_bytes(f);
+}
+
+uint64_t tio_file_copy_bytes(const struct tio_file *f, size_t index)
 {
     const struct tio_entry *e = tio_file_entry(f, index);
-    uint64_t copy;
 
-    if (!e)
-        return 0;
-    copy = copy_bytes(f, e, index);
-    return copy ? copy : stream_bytes(f);
+    return e ? copy_bytes(f, e, index) : 0;
 }
 
 /* ------------------------------------------------------------ loading */

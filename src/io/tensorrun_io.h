@@ -134,12 +134,13 @@ const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
  * the whole stream is read into when the file is opened; and the copy
  * tio_file_load makes of a tensor it cannot view where it lies (a deflated
  * .npz member, big-endian or misaligned data).  0 for an index past the
- * last.  tio_file_held_bytes is what the loaded tensor holds once the
- * file is closed: its copy when it has one (the stream's block then goes
- * with the file), else the stream's block, else nothing.
+ * last.  The two parts apart: tio_file_stream_bytes, the stream's block
+ * (0 for a mapping), which lives until the file is closed or as long as a
+ * tensor that views it; tio_file_copy_bytes, the tensor's own copy.
  */
 uint64_t tio_file_pool_bytes(const struct tio_file *file, size_t index);
-uint64_t tio_file_held_bytes(const struct tio_file *file, size_t index);
+uint64_t tio_file_stream_bytes(const struct tio_file *file);
+uint64_t tio_file_copy_bytes(const struct tio_file *file, size_t index);
 
 /*
  * The index-th tensor on the CPU: a read-only view of the file's mapping

@@ -70,8 +70,12 @@ assert set(run["peak_active_bytes"]) == {"cpu", "fake:0"}, run'
     sed -i 's/      - s = sum(y)/      - s = cumsum(y, 0)/' p.yaml
     TENSORRUN_FAKE_DEVICES=1 run_tensorrun 1 p.yaml
     [[ "$stderr" == *"stage 'onfake' is to run on fake:0, which has no kernel for cumsum"* ]]
+    [[ "$stderr" == *"p.yaml:"*"note: in this statement of stage 'onfake'"* ]]
     [[ "$stderr" == *"hint: run it on the CPU"* ]]
     [ ! -e s.npy ]
+    # validate says so too, at the statement, as a warning
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate p.yaml
+    [[ "$stderr" == *"warning: stage 'onfake' is to run on fake:0, which has no kernel for cumsum; running it will fail"* ]]
 }
 
 @test "without TENSORRUN_FAKE_DEVICES there is no fake device, and the message says why" {

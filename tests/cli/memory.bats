@@ -153,3 +153,39 @@ assert m[0]["peak_bytes"] >= 4194304, m    # x moved over, then y
     [[ "$stderr" == *"stage 's' needs"* ]]
     [ ! -e w.npy ]
 }
+
+@test "before the stages: inputs read into memory and writes of inputs count, and the limit judges them" {
+    command -v zstd >/dev/null || skip "no zstd program"
+    zstd -q a.npy -o a.npy.zst
+    # x written as f16 before the stages (a 2 MiB buffer); a.npy.zst read
+    # into the pool and unused; b read by the stage
+    printf '%s\n' 'tensorrun: 1' 'inputs:' '  x: x.npy' '  a: a.npy.zst' '  b: b.npy' \
+        'stages:' '  - name: s' '    do:' '      - t = b * 2' 'outputs:' \
+        '  x: {path: x16.npy, dtype: f16}' '  t: t.npy.zst' > p.yaml
+    run_tensorrun 0 validate p.yaml
+    [[ "$output" == *"a.npy.zst"*"read into the pool 234.5 KiB"*"(unused)"* ]]
+    [[ "$output" == *"before the stages:"*"write x16.npy"*"pool on cpu: peak 2.0 MiB (2097152 bytes) writing x16.npy;"* ]]
+    run_tensorrun 0 validate --json p.yaml
+    before=$(printf '%s' "$output" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["before_stages_memory"]["peak_bytes"])')
+    [ "$before" -eq 2097152 ]
+    run_tensorrun 5 validate p.yaml --memory-limit $((before - 1))
+    [[ "$stderr" == *"writing the outputs made of inputs alone, before the stages, needs 2.0 MiB (2097152 bytes)"* ]]
+    run_tensorrun 5 p.yaml -q --memory-limit $((before - 1))
+    [ ! -e x16.npy ] && [ ! -e t.npy.zst ]
+    # at the peak it fits, and the run's own peak before the stages is it
+    run_tensorrun 0 p.yaml -q --memory-limit "$before"
+    peaks_match p.yaml
+}
+
+@test "a pipe of big-endian data holds its stream and its copy while it loads" {
+    /usr/bin/python3 -c 'import numpy as np; np.save("be.npy", np.arange(1 << 20, dtype=">f8"))'
+    run --separate-stderr sh -c "cat be.npy | '$TENSORRUN' eval 'x * 2' -i x=- -o y.npy --dry-run --json"
+    [ "$status" -eq 0 ]
+    need=$(printf '%s' "$output" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["before_stages_memory"]["peak_bytes"])')
+    # 8 MiB + 128 bytes read whole (a block of 10 MiB), then 8 MiB copied in order
+    [ "$need" -eq $((10485760 + 8388608)) ]
+    run --separate-stderr sh -c "cat be.npy | '$TENSORRUN' eval 'x * 2' -i x=- -o y.npy --memory-limit $need"
+    [ "$status" -eq 0 ]
+    run --separate-stderr sh -c "cat be.npy | '$TENSORRUN' eval 'x * 2' -i x=- -o y.npy --memory-limit $((need - 1))"
+    [ "$status" -eq 5 ]
+}

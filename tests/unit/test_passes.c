@@ -440,7 +440,7 @@ static void test_memory_roots(void)
     length = 1000;
     prog = program_new(2, 2);
     x = input(prog, "x");
-    prog->values[x].loaded_bytes = 4000; /* decompressed, say */
+    prog->values[x].stream_bytes = 4000; /* decompressed, say */
     t = binary(prog, 0, TR_OP_MUL, val(x), num(2), "t");
     v = unary(prog, 0, TR_OP_UNSQUEEZE, val(t), "v"); /* v = unsqueeze(t, 0) */
     in = &prog->instrs[prog->ninstrs - 1];
