@@ -81,16 +81,19 @@ static void note_later(uint32_t value, void *ctx)
         a->later[value] = true;
 }
 
-/* The output group that writes value, when it is the only one; -1 when
- * none does, -2 when several do. */
+/* The output group whose write writes value (after place_transfers, a
+ * CPU copy of a value on another device is what is written), when it is
+ * the only one; -1 when none does, -2 when several do. */
 static ptrdiff_t group_writing(const struct program *prog, uint32_t value)
 {
     ptrdiff_t found = -1;
 
-    for (size_t g = 0; g < prog->ngroups; g++)
-        for (size_t m = 0; m < prog->groups[g].nmembers; m++)
-            if (prog->outputs[prog->groups[g].members[m]] == value)
+    for (size_t g = 0; g < prog->ngroups; g++) {
+        const struct instr *w = &prog->instrs[prog->groups[g].write];
+        for (size_t m = 0; m < w->nwargs; m++)
+            if (w->wargs[m] == value)
                 found = found == -1 ? (ptrdiff_t)g : -2;
+    }
     return found;
 }
 
@@ -110,12 +113,17 @@ static void set_joins(struct program *prog, size_t s, bool *later)
     for (size_t v = 0; v < prog->nvalues; v++) {
         struct value *pv = &prog->values[v];
         ptrdiff_t g;
+        bool block = v == st->block;
         if (pv->stage != (int)s || !pv->depends || pv->meta.kind != TR_VALUE_TENSOR ||
-            pv->meta.ndim == 0 || pv->origin != ORIGIN_RESULT)
+            pv->meta.ndim == 0 || (pv->origin != ORIGIN_RESULT && !block))
             continue;
         g = group_writing(prog, (uint32_t)v);
         if (!later[v] && g == -1)
             continue; /* lives within a block */
+        if (block) {
+            pv->join = JOIN_OVER; /* the blocks joined are what they were cut from */
+            continue;
+        }
         pv->join = JOIN_POOL;
         if (!later[v] && g >= 0 && prog->groups[g].mappable &&
             pv->meta.device.kind == TR_DEV_CPU) {

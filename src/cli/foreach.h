@@ -21,7 +21,8 @@
  * later stage or printed at the end) or written to an output gets its
  * join: JOIN_FILE into its output's file at the block's rows when that
  * write alone reads it after the stage and the file is mappable (one
- * tensor, .npy or raw, uncompressed), else JOIN_POOL.  Runs after
+ * tensor, .npy or raw, uncompressed), else JOIN_POOL; the block itself
+ * (a name bound to it) is JOIN_OVER, the value it is cut from.  Runs after
  * place_transfers and before fuse_run, which keeps chains within a part.
  * false when out of memory.
  */

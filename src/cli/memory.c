@@ -45,6 +45,13 @@ struct replay {
     bool ok;
 };
 
+/* Sums of sizes the headers and the pipeline choose: past 2^64 bytes
+ * (nothing that runs) they stay at UINT64_MAX, which passes any limit. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static size_t device_index(struct replay *r, struct tr_device device)
 {
     for (size_t i = 0; i < r->ndevices; i++)
@@ -62,7 +69,7 @@ static size_t device_index(struct replay *r, struct tr_device device)
 /* Bytes active on device d for a moment, on top of what is live now. */
 static void reach(struct replay *r, size_t d, uint64_t extra)
 {
-    uint64_t total = r->live[d] + extra;
+    uint64_t total = sat_add(r->live[d], extra);
 
     for (size_t i = 0; r->stage && i < r->stage->nmemory; i++) {
         struct stage_memory *m = &r->stage->memory[i];
@@ -94,7 +101,7 @@ static void take(struct replay *r, uint32_t value, size_t d, uint64_t bytes)
     root->bytes = bytes;
     root->device = d;
     root->holders = 0;
-    r->live[d] += bytes;
+    r->live[d] = sat_add(r->live[d], bytes);
     hold(r, value, r->nroots++);
 }
 
@@ -105,7 +112,8 @@ static void release(struct replay *r, uint32_t value)
     r->root_of[value] = NO_ROOT;
     if (root == NO_ROOT || --r->roots[root].holders > 0)
         return;
-    r->live[r->roots[root].device] -= r->roots[root].bytes;
+    if (r->live[r->roots[root].device] != UINT64_MAX) /* saturated stays so */
+        r->live[r->roots[root].device] -= r->roots[root].bytes;
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -191,7 +199,8 @@ static int in_place_arg(const struct replay *r, const struct instr *in)
 static void replay_op(struct replay *r, struct instr *in)
 {
     const struct program *prog = r->prog;
-    struct tr_value args[TR_OP_MAX_PARAMS], results[TR_OP_MAX_RESULTS], *lists[TR_OP_MAX_PARAMS];
+    struct tr_value args[TR_OP_MAX_PARAMS], results[TR_OP_MAX_RESULTS];
+    struct tr_value *lists[TR_OP_MAX_PARAMS] = {NULL};
     bool given[TR_OP_MAX_RESULTS] = {false};
     struct tr_op_memory m;
     size_t d, from;
@@ -273,7 +282,8 @@ static void replay_write(struct replay *r, const struct instr *in)
             t.ndim = list ? 1 : 0;
             t.shape[0] = list ? (int64_t)v->meta.count : 1;
             t.device = TR_CPU;
-            held += tr_memory_block_size((list ? v->meta.count : 1) * tr_dtype_size(stored));
+            held = sat_add(held, tr_memory_block_size((list ? v->meta.count : 1) *
+                                                      tr_dtype_size(stored)));
         } else if (v->origin == ORIGIN_RESULT && prog->instrs[v->def].dest_group == (ptrdiff_t)in->group) {
             continue; /* computed in the file: nothing to write */
         }
@@ -281,7 +291,7 @@ static void replay_write(struct replay *r, const struct instr *in)
         if (b > buffer)
             buffer = b;
     }
-    reach(r, device_index(r, TR_CPU), held + buffer);
+    reach(r, device_index(r, TR_CPU), sat_add(held, buffer));
 }
 
 static void replay_instr(struct replay *r, struct instr *in)
@@ -357,7 +367,7 @@ static void load_inputs(struct replay *r)
     prog->before.peak_at = SIZE_MAX;
     for (size_t v = 0; v < prog->nvalues; v++)
         if (prog->values[v].origin == ORIGIN_INPUT)
-            streams += tr_memory_block_size(prog->values[v].stream_bytes);
+            streams = sat_add(streams, tr_memory_block_size(prog->values[v].stream_bytes));
     r->live[cpu] = streams;
     prog->before.peak_bytes = streams;
     for (size_t v = 0; v < prog->nvalues; v++) {
@@ -366,9 +376,10 @@ static void load_inputs(struct replay *r)
         uint64_t copy = tr_memory_block_size(pv->copy_bytes);
         if (pv->origin != ORIGIN_INPUT)
             continue;
-        if (r->live[cpu] + copy > prog->before.peak_bytes)
-            prog->before.peak_bytes = r->live[cpu] + copy;
-        r->live[cpu] -= stream; /* the tensor's own block is taken again below */
+        if (sat_add(r->live[cpu], copy) > prog->before.peak_bytes)
+            prog->before.peak_bytes = sat_add(r->live[cpu], copy);
+        if (r->live[cpu] != UINT64_MAX)
+            r->live[cpu] -= stream; /* the tensor's own block is taken again below */
         take(r, (uint32_t)v, cpu, copy ? copy : stream);
         if (pv->last_use == LIVE_UNUSED)
             release(r, (uint32_t)v);
@@ -400,7 +411,8 @@ bool memory_run(struct program *prog, int threads)
         replay_instr(&r, &prog->instrs[r.at]);
     r.stage = NULL;
     prog->before = r.before.memory[0];
-    prog->before.end_bytes = r.live[0]; /* the CPU's */
+    if (r.ok)
+        prog->before.end_bytes = r.live[0]; /* the CPU's */
     for (size_t s = 0; s < prog->nstages && r.ok; s++) {
         struct program_stage *st = &prog->stages[s];
         begin_stage(&r, st);

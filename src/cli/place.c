@@ -180,13 +180,15 @@ bool place_transfers(struct program *prog)
 
 /* Whether the write's one value goes to a file of its own but does not
  * lie there as it is (a strided view, Fortran order), in a stage (the
- * writes before the stages stay as they are). */
+ * writes before the stages stay as they are, and a joined value goes
+ * where its join says). */
 static bool wants_copy(const struct program *prog, const struct instr *in)
 {
     const struct output_group *g = &prog->groups[in->group];
     const struct value *v = &prog->values[in->wargs[0]];
 
-    return in->stage >= 0 && g->mappable && in->nwargs == 1 && v->meta.kind == TR_VALUE_TENSOR &&
+    return in->stage >= 0 && in->part != PART_AFTER && g->mappable && in->nwargs == 1 &&
+           v->meta.kind == TR_VALUE_TENSOR &&
            v->meta.strided && v->meta.device.kind == TR_DEV_CPU && v->join == JOIN_NONE;
 }
 

@@ -33,7 +33,7 @@ bool place_copies(struct program *prog);
  * Sets dest_group on the instruction whose result an output file can be:
  * the file is mappable (program.h), the value is a tensor on the CPU made
  * by a fused chain or by an op whose kernel makes its result where it is
- * told (tr_op_takes_dest: not a view, a copy or a sort), not joined
+ * told (tr_op_takes_dest: not a view, a cast or a sort), not joined
  * from the blocks of a foreach stage (its join says where it goes,
  * foreach.h), and nothing but the file's
  * write reads it, nor is it kept or printed.  Such a value never takes

@@ -44,8 +44,9 @@ struct value {
     /* foreach: where each block's part of a value joined along dimension 0
      * goes, so that the whole is never held twice: a tensor of joined_meta
      * made before the first block, or the output file of join_group at
-     * the block's rows; JOIN_NONE for a value that is not joined */
-    enum join_kind { JOIN_NONE, JOIN_POOL, JOIN_FILE } join;
+     * the block's rows; the block itself joined is the value it is cut
+     * from (JOIN_OVER, nothing made); JOIN_NONE for a value not joined */
+    enum join_kind { JOIN_NONE, JOIN_POOL, JOIN_FILE, JOIN_OVER } join;
     ptrdiff_t join_group;
     /* ORIGIN_INPUT: the CPU pool bytes, before rounding, of the block its
      * stream is read into when the file is opened (tio_file_stream_bytes)

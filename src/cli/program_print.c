@@ -219,6 +219,8 @@ static void print_foreach(const struct plan *plan, size_t s, FILE *out)
                 plan_describe(&pv->joined_meta, a, sizeof a));
         if (pv->join == JOIN_FILE)
             fprintf(out, "into %s, each block at its rows\n", prog->groups[pv->join_group].path);
+        else if (pv->join == JOIN_OVER)
+            fprintf(out, "as the value the blocks are cut from, nothing made\n");
         else
             fprintf(out, "in the pool, made before the first block\n");
     }
@@ -352,7 +354,7 @@ void program_print(const struct plan *plan, FILE *out)
                 id != VALUE_NONE ? plan_describe(&meta, a, sizeof a) : "?",
                 out_->as_text ? "standard output, as text" : out_->path,
                 out_->key ? " key " : "", out_->key ? out_->key : "",
-                id != VALUE_NONE && computed_into_file(prog, o) ? " (computed in place)"
+                id != VALUE_NONE && computed_into_file(prog, o) ? " (computed into the file)"
                     : "");
     }
     fprintf(out, "total: pool peak %s", tr_format_bytes(peak, b, sizeof b));
@@ -479,7 +481,9 @@ static json_t *json_joins(const struct program *prog, size_t s)
             continue;
         o = json_meta(&pv->joined_meta);
         json_object_set_new(o, "value", json_integer((json_int_t)v));
-        json_object_set_new(o, "into", json_string(pv->join == JOIN_FILE ? "file" : "pool"));
+        json_object_set_new(o, "into", json_string(pv->join == JOIN_FILE   ? "file"
+                                                   : pv->join == JOIN_OVER ? "over"
+                                                                           : "pool"));
         json_object_set_new(o, "path", pv->join == JOIN_FILE
                                            ? json_string(prog->groups[pv->join_group].path)
                                            : json_null());

@@ -504,9 +504,6 @@ static const int64_t sizes[] = {
     INT64_C(1) << 62, INT64_MAX - 1, INT64_MAX,
 };
 
-/* Sizes a header could claim: the bytes fit in int64 (npy.c and
- * safetensors.c refuse more), counted in order, so that after a zero any
- * size goes. */
 /* C order's strides in elements, as a reader gives them (empty
  * dimensions count as 1). */
 static void c_strides(struct tio_entry *e)
@@ -519,6 +516,9 @@ static void c_strides(struct tio_entry *e)
     }
 }
 
+/* A header a reader could accept: its sizes other than 0 multiply out
+ * within int64 bytes (npy.c and safetensors.c refuse more), in an empty
+ * tensor too. */
 static void make_header(struct bytes *b, struct tio_entry *e)
 {
     unsigned c = next(b);

@@ -325,6 +325,27 @@ static void test_foreach(void)
     place_run(prog);
     is_int(prog->instrs[4].dest_group, -1, "a joined value's file is its join's, not a destination");
     program_free(prog);
+
+    /* the block itself kept is what it was cut from; a value written
+     * through a copy (a transfer back to the CPU) joins as that copy */
+    prog = program_new(2, 1);
+    x = input(prog, "x");
+    b = program_add_value(prog, &block);
+    prog->stages[0].over = x;
+    prog->stages[0].block = b;
+    prog->stages[0].kept = program_alloc(prog, sizeof(uint32_t));
+    prog->stages[0].kept[0] = b;
+    prog->stages[0].nkept = 1;
+    y = binary(prog, 0, TR_OP_ADD, val(b), num(1), "y");
+    t = unary(prog, 0, TR_OP_CLONE, val(y), NULL); /* as a `to` would be */
+    prog->values[y].depends = prog->values[t].depends = true;
+    write_of(prog, 0, t, 0);
+    prog->outputs[0] = y; /* the output's value; its write writes the copy */
+    ok(foreach_run(prog), "foreach runs");
+    is_int(prog->values[b].join, JOIN_OVER, "the kept block joins as the value it is cut from");
+    is_int(prog->values[t].join, JOIN_FILE, "the copy the write writes joins into the file");
+    is_int(prog->values[y].join, JOIN_NONE, "the value it copies lives within a block");
+    program_free(prog);
 }
 
 /* The passes memory_run follows, in the order plan.c runs them (no fusion:
