@@ -323,6 +323,17 @@ static void check_program(const struct plan *plan)
         }
         if (pv->origin == ORIGIN_INPUT)
             check(pv->input < p->ninputs && pv->stage == -1);
+        /* a join: of a value made from a foreach stage's block; into a
+         * mappable file whose write writes it; the block is its over */
+        if (pv->join != JOIN_NONE) {
+            check(pv->stage >= 0 && prog->stages[pv->stage].over != VALUE_NONE && pv->depends);
+            check((pv->join == JOIN_OVER) == (v == prog->stages[pv->stage].block));
+        }
+        if (pv->join == JOIN_FILE) {
+            check(pv->join_group >= 0 && (size_t)pv->join_group < prog->ngroups &&
+                  prog->groups[pv->join_group].mappable);
+            check(prog->instrs[prog->groups[pv->join_group].write].wargs[0] == v);
+        }
         check(pv->last_use == LIVE_UNUSED || pv->last_use == LIVE_FOREVER ||
               pv->last_use < prog->ninstrs);
         if (pv->last_use == LIVE_UNUSED)
