@@ -441,11 +441,15 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
             continue;
         why = tio_file_compression(pi->file) == TIO_COMPRESSION_ZSTD ? "decompressed"
               : !tio_file_mapped_bytes(pi->file)                   ? "read from a pipe"
+              : tio_file_is_deflated(pi->file, pi->index)          ? "inflated"
                                                                      : "copied";
         diag_error_code(d, EXIT_OOM, in->path_line, in->path_col,
                         strcmp(why, "copied") == 0
                             ? "raise --memory-limit: data that is big-endian, or not "
                               "aligned to its item size, is copied, not mapped"
+                        : strcmp(why, "inflated") == 0
+                            ? "raise --memory-limit, or store the member uncompressed "
+                              "(numpy.savez, not savez_compressed), which is mapped"
                             : "raise --memory-limit, or give the input uncompressed in a "
                               "file, which is mapped rather than read into memory",
                         "input '%s': %s: out of memory: its data takes %s (%llu bytes, %s, "

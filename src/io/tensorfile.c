@@ -592,6 +592,11 @@ uint64_t tio_file_stream_bytes(const struct tio_file *f)
     return stream_bytes(f);
 }
 
+bool tio_file_is_deflated(const struct tio_file *f, size_t index)
+{
+    return tio_file_entry(f, index) && f->members && f->members[index].deflated;
+}
+
 uint64_t tio_file_copy_bytes(const struct tio_file *f, size_t index)
 {
     const struct tio_entry *e = tio_file_entry(f, index);

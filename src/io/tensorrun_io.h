@@ -141,6 +141,9 @@ const char *tio_file_metadata_value(const struct tio_file *file, size_t index);
 uint64_t tio_file_pool_bytes(const struct tio_file *file, size_t index);
 uint64_t tio_file_stream_bytes(const struct tio_file *file);
 uint64_t tio_file_copy_bytes(const struct tio_file *file, size_t index);
+/* Whether the index-th tensor is a deflated .npz member (inflated into
+ * the pool when it is loaded). */
+bool tio_file_is_deflated(const struct tio_file *file, size_t index);
 
 /*
  * The index-th tensor on the CPU: a read-only view of the file's mapping
