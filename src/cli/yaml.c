@@ -165,12 +165,18 @@ static size_t slot_find(const struct frame *f, const struct ynode *key)
     return SIZE_MAX;
 }
 
-/* Records the key of pair i; grows the table to keep it at most half full. */
+/* Records the key of pair i; grows the table to keep it at most half full
+ * of the nkeys pairs so far (all of which it holds once grown: the keys
+ * reported as duplicates, which were never added, too, so a run of them
+ * may ask for more than one doubling). */
 static bool slot_add(struct builder *b, struct frame *f, size_t i, size_t nkeys)
 {
     if (nkeys * 2 > f->nslots) {
         size_t n = f->nslots ? f->nslots * 2 : 16;
-        size_t *slots = calloc(n, sizeof *slots);
+        size_t *slots;
+        while (nkeys * 2 > n)
+            n *= 2;
+        slots = calloc(n, sizeof *slots);
         if (!slots) {
             out_of_memory(b);
             return false;

@@ -195,6 +195,21 @@ static void test_duplicates(void)
         diag_init(&diags, "t.yaml", NULL, 0);
         free(text);
     }
+
+    /* a run of duplicates, then new keys: the table grows past them all at
+     * once (a single doubling hung in a full table; the fuzzer found it) */
+    {
+        size_t n = 100, cap = n * 8 + 64, used = 0;
+        char *text = malloc(cap);
+        used += (size_t)snprintf(text + used, cap - used, "a: 0\n");
+        for (size_t i = 0; i < n; i++)
+            used += (size_t)snprintf(text + used, cap - used, "a: %zu\n", i);
+        used += (size_t)snprintf(text + used, cap - used, "b: 1\nc: 2\n");
+        root = load(text);
+        ok(root == NULL && diags.errors == 100, "100 duplicates, then new keys: each reported");
+        ynode_free(root);
+        free(text);
+    }
 }
 
 static void test_refused(void)
