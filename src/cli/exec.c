@@ -135,10 +135,9 @@ static tr_status write_group(struct exec *x, const struct instr *in)
     const char **names = calloc(g->nmembers, sizeof *names);
     const struct tr_tensor **tensors = calloc(g->nmembers, sizeof *tensors);
     struct tr_tensor **constants = calloc(g->nmembers, sizeof *constants);
-    enum tr_dtype *dtypes = calloc(g->nmembers, sizeof *dtypes);
     tr_status s = TR_OK;
 
-    if (!names || !tensors || !constants || !dtypes) {
+    if (!names || !tensors || !constants) {
         s = tr_set_error(TR_ERR_OOM, "out of memory writing %s", g->path);
         goto done;
     }
@@ -146,7 +145,6 @@ static tr_status write_group(struct exec *x, const struct instr *in)
         const struct output *out = &outs[g->members[i]];
         uint32_t id = in->wargs[i];
         names[i] = g->nmembers > 1 || out->format == TIO_FORMAT_SAFETENSORS ? output_key(out) : NULL;
-        dtypes[i] = out->dtype;
         tensors[i] = x->tensors[id];
         if (!tensors[i]) {
             constants[i] = constant_tensor(&x->prog->values[id].meta);
@@ -156,8 +154,8 @@ static tr_status write_group(struct exec *x, const struct instr *in)
         }
     }
     if (s == TR_OK)
-        s = tio_output_write_each(x->files[in->group].file, g->nmembers, names, tensors, dtypes,
-                                  NULL);
+        s = tio_output_write_each(x->files[in->group].file, g->nmembers, names, tensors,
+                                  g->dtypes, NULL);
     if (s == TR_OK) {
         x->files[in->group].written = true;
         x->written_bytes += tio_output_bytes(x->files[in->group].file);
@@ -168,7 +166,6 @@ done:
     free(names);
     free(tensors);
     free(constants);
-    free(dtypes);
     return s;
 }
 
