@@ -9,6 +9,20 @@
 #include "iter_impl.h"
 #include "ops_impl.h"
 
+/* The loops whose every element is one IEEE operation (or one call), with
+ * no order between elements but the one their code spells out: built once
+ * more for AVX2 and for AVX-512, the one the CPU has picked when the
+ * program loads.  Wider vectors do the same operations on the same values
+ * in the same order, so the bits do not change (no FMA: -ffp-contract=off),
+ * only how many values one instruction takes.  GCC only: clang 14 gives a
+ * static function's clones a global resolver, so that two files with a
+ * loop of one name (reduce.c's and nn.c's sum_f32) would not link. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define TR__VECTOR_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define TR__VECTOR_CLONES
+#endif
+
 /* Computes op's results into results[0..nresults): called by tr_op_run
  * once tr_op_infer has checked args and given the results' dtypes and
  * shapes in out[].  dest is results[0]'s destination, already checked by

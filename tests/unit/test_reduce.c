@@ -904,6 +904,85 @@ static void test_same_tree(void)
     free(v);
 }
 
+/* The documented tree, written plainly: the reference for the sum's bits
+ * (the kernel's own loops are vectorised and interleave runs). */
+static float tree_sum(const float *a, int64_t n)
+{
+    float r[8], s;
+    int64_t i, h;
+
+    if (n < 8) {
+        s = 0;
+        for (i = 0; i < n; i++)
+            s = i == 0 ? a[0] : s + a[i];
+        return s;
+    }
+    if (n <= 128) {
+        for (int k = 0; k < 8; k++)
+            r[k] = a[k];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int k = 0; k < 8; k++)
+                r[k] += a[i + k];
+        s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            s += a[i];
+        return s;
+    }
+    h = n / 2;
+    h -= h % 8;
+    return tree_sum(a, h) + tree_sum(a + h, n - h);
+}
+
+/* sum over blocks of TR__REDUCE_BLOCK, then over the blocks' sums */
+static float blocked_tree_sum(const float *a, int64_t n)
+{
+    int64_t nb = (n + TR__REDUCE_BLOCK - 1) / TR__REDUCE_BLOCK;
+    float *parts = malloc((size_t)nb * sizeof *parts), s;
+
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t first = b * TR__REDUCE_BLOCK;
+        parts[b] = tree_sum(a + first, n - first < TR__REDUCE_BLOCK ? n - first : TR__REDUCE_BLOCK);
+    }
+    s = tree_sum(parts, nb);
+    free(parts);
+    return s;
+}
+
+/* sum's f32 bits are those of the tree, for lengths whose halving reaches
+ * runs of 512 (whole blocks) and lengths whose does not, on values of
+ * every magnitude (so that any other order of additions shows), alone and
+ * fused after a step */
+static void test_tree_bits(void)
+{
+    static const int64_t lengths[] = {512, 4096, 4096 * 5, 4096 * 3 + 700, 1000, 129, 4096 * 64 + 8};
+    int64_t most = 4096 * 64 + 8;
+    float *v = malloc((size_t)most * sizeof *v), *w = malloc((size_t)most * sizeof *w);
+
+    for (int64_t i = 0; i < most; i++) {
+        v[i] = (float)(uniform() * pow(2.0, (double)(i % 37) - 18));
+        w[i] = v[i] * 3.0f;
+    }
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+        int64_t n = lengths[l];
+        float want = blocked_tree_sum(v, n), want3 = blocked_tree_sum(w, n), got, got3;
+        struct tr_tensor *x = vec(v, n), *s, *x3, *s3;
+        s = RUN("sum", tensor_arg(x));
+        x3 = RUN("mul", tensor_arg(x), float_arg(3.0));
+        s3 = RUN("sum", tensor_arg(x3));
+        got = s ? (float)el(s, 0) : NAN;
+        got3 = s3 ? (float)el(s3, 0) : NAN;
+        ok(memcmp(&got, &want, sizeof got) == 0 && memcmp(&got3, &want3, sizeof got) == 0,
+           "sum of %lld f32 values has the bits of the pairwise tree (%.9g, %.9g; %.9g, %.9g)",
+           (long long)n, got, want, got3, want3);
+        tr_release(s3);
+        tr_release(x3);
+        tr_release(s);
+        tr_release(x);
+    }
+    free(w);
+    free(v);
+}
+
 /* Sums against long double, and the same bits with 1 and 4 threads. */
 static void test_accuracy_and_threads(void)
 {
@@ -1179,6 +1258,7 @@ int main(void)
     test_softmax();
     test_norms();
     test_same_tree();
+    test_tree_bits();
     test_accuracy_and_threads();
     test_expf();
     test_f64();

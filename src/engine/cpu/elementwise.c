@@ -194,7 +194,7 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
  * is the same IEEE operation, or the same libm call (math.h declares no
  * vector variants without -ffast-math), so the bits do not change. */
 #define BINARY(name, T, U, expr)                                             \
-    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    TR__VECTOR_CLONES static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
     {                                                                        \
         const T *a = (const T *)(const void *)in[0];                         \
         const T *b = (const T *)(const void *)in[1];                         \

@@ -26,8 +26,14 @@
 #include "fused_impl.h"
 #include "reduce_impl.h"
 
-#define FUSED_BLOCK TR__REDUCE_BLOCK
-#define SLOT ((size_t)FUSED_BLOCK * 8)
+/* values a step computes at a time: its three slots (up to 8 KiB each)
+ * stay in the L1 cache, where 4096, a reduction's block, spilled to L2 */
+#define FUSED_BLOCK 1024
+/* a slot is a block of 8-byte values and four cache lines more, so that
+ * the slots a loop reads and writes start at different offsets in a page:
+ * at the same offset, every load would wait on the store 4 KiB before it
+ * (4K aliasing), and the loops would run at a fraction of their speed */
+#define SLOT ((size_t)FUSED_BLOCK * 8 + 256)
 #define PARALLEL_ELEMENTS 32768
 #define NO_DTYPE TR_DTYPE_COUNT
 
@@ -129,6 +135,17 @@ static void init(const struct tr__source *src, void *scratch)
         }
 }
 
+/* Asks for the bytes after [p, p + bytes) to be brought into the L2 cache
+ * (a prefetch never faults, past the end of a mapping included): the next
+ * block of an input read where it is arrives while the steps compute on
+ * this one, rather than only when the first step reads it.  Measured on a
+ * mapped 1 GiB input, x * 2.0 + 1.0 summed: about a fifth less time. */
+static void prefetch_next(const char *p, size_t bytes)
+{
+    for (size_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch(p + bytes + b, 0, 2);
+}
+
 /* Values [first, first + n) of the walk at index o, n <= FUSED_BLOCK, into
  * dst as dtype to. */
 static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t first, int64_t n,
@@ -144,6 +161,8 @@ static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t f
         tr__iter_offsets(&in->kept, o, off);
         inputs[k] = tr__walk_block(&in->walk, in->base + off[0], in->dtype, first, n,
                                    scratch + in->slot, in->dtype);
+        if (inputs[k] != scratch + in->slot)
+            prefetch_next(inputs[k], (size_t)n * tr_dtype_size(in->dtype));
     }
     for (int s = 0; s < p->nsteps; s++) {
         const struct step *st = &p->st[s];

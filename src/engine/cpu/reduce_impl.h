@@ -31,9 +31,17 @@
  * a multiple of 8, and the halves' sums added.  The error is O(log n)
  * roundings, not the O(n) of a running sum.  F is a macro of the value and
  * the parameter p (a mean to subtract, a maximum, an exponent).
+ *
+ * Eight partial sums are one chain of vector additions, and wait on its
+ * latency; a run of 512, which the halving of a block of 4096 reaches, is
+ * four runs of 128 whose four chains interleave, combined as the halving
+ * would combine them, so the bits are the same.
  */
+#define TR__PW_COMBINE(r)                                                    \
+    ((((r)[0] + (r)[1]) + ((r)[2] + (r)[3])) + (((r)[4] + (r)[5]) + ((r)[6] + (r)[7])))
+
 #define TR__PAIRWISE(name, IN, ACC, F)                                       \
-    static ACC name(const IN *a, int64_t n, ACC p)                           \
+    TR__VECTOR_CLONES static ACC name(const IN *a, int64_t n, ACC p)                           \
     {                                                                        \
         ACC s, r[8];                                                         \
         int64_t i, h;                                                        \
@@ -52,10 +60,28 @@
             for (i = 8; i + 8 <= n; i += 8)                                  \
                 for (int k = 0; k < 8; k++)                                  \
                     r[k] += F(a[i + k], p);                                  \
-            s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+            s = TR__PW_COMBINE(r);                                           \
             for (; i < n; i++)                                               \
                 s += F(a[i], p);                                             \
             return s;                                                        \
+        }                                                                    \
+        if (n == 4 * 128) {                                                  \
+            ACC q0[8], q1[8], q2[8], q3[8];                                  \
+            for (int k = 0; k < 8; k++) {                                    \
+                q0[k] = F(a[k], p);                                          \
+                q1[k] = F(a[128 + k], p);                                    \
+                q2[k] = F(a[256 + k], p);                                    \
+                q3[k] = F(a[384 + k], p);                                    \
+            }                                                                \
+            for (i = 8; i < 128; i += 8)                                     \
+                for (int k = 0; k < 8; k++) {                                \
+                    q0[k] += F(a[i + k], p);                                 \
+                    q1[k] += F(a[128 + i + k], p);                           \
+                    q2[k] += F(a[256 + i + k], p);                           \
+                    q3[k] += F(a[384 + i + k], p);                           \
+                }                                                            \
+            return (TR__PW_COMBINE(q0) + TR__PW_COMBINE(q1)) +               \
+                   (TR__PW_COMBINE(q2) + TR__PW_COMBINE(q3));                \
         }                                                                    \
         h = n / 2;                                                           \
         h -= h % 8;                                                          \
