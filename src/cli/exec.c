@@ -14,7 +14,7 @@
  */
 #include "config.h"
 
-#include "exec.h"
+#include "exec_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,35 +22,13 @@
 
 #include "cli.h"
 #include "fold.h"
+#include "liveness.h"
 #include "msg.h"
 #include "print.h"
 #include "progress.h"
 #include "tensorrun_fused.h"
 
-/* An output group's open file. */
-struct out_file {
-    struct tio_output *file;
-    bool written;
-};
-
-struct exec {
-    struct plan *plan;
-    struct program *prog;
-    struct pipeline *p;
-    const struct run_options *o;
-    struct tr_tensor **tensors;   /* each value's handle while it lives */
-    struct out_file *files;       /* one per program->groups */
-    struct report report;
-    struct progress *progress;
-    uint64_t read_bytes, written_bytes, released_bytes, peak_bytes;
-    /* every device the program runs on (the CPU's first), and each one's peak */
-    struct tr_device devices[REPORT_MAX_DEVICES];
-    uint64_t device_peaks[REPORT_MAX_DEVICES];
-    size_t ndevices;
-    bool check_memory;            /* TENSORRUN_CHECK_MEMORY: peaks must be the pass's */
-};
-
-static double now_ms(void)
+double exec_now_ms(void)
 {
     struct timespec ts;
 
@@ -275,13 +253,15 @@ static void free_arg(struct tr_arg *arg)
 
 /* The result checked against what the lowering typed: a mismatch is a bug
  * of tensorrun's, not of the pipeline. */
-static tr_status check_result(const struct value *v, const struct tr_tensor *t)
+static tr_status check_result(const struct exec *x, const struct value *v,
+                              const struct tr_tensor *t)
 {
+    const struct tr_value *meta = x->last_block && v->has_last ? &v->last_meta : &v->meta;
     const int64_t *shape = tr_tensor_shape(t);
-    bool same = tr_tensor_dtype(t) == v->meta.dtype && tr_tensor_ndim(t) == v->meta.ndim;
+    bool same = tr_tensor_dtype(t) == meta->dtype && tr_tensor_ndim(t) == meta->ndim;
 
-    for (int d = 0; same && d < v->meta.ndim; d++)
-        same = shape[d] == v->meta.shape[d];
+    for (int d = 0; same && d < meta->ndim; d++)
+        same = shape[d] == meta->shape[d];
     if (same)
         return TR_OK;
     return tr_set_error(TR_ERR_STATE, "internal error: a result is not what validate typed it as");
@@ -294,13 +274,20 @@ static tr_status run_op(struct exec *x, size_t at)
     struct tr_tensor *out[TR_OP_MAX_RESULTS] = {NULL}, *file = NULL;
     struct tr_sink sink;
     struct tr_dest dest = {NULL, NULL};
+    const struct operand *operands = x->last_block && in->last_args ? in->last_args : in->args;
     tr_status s = TR_OK;
     int n = 0;
 
     for (; n < in->nargs && s == TR_OK; n++)
-        if (!operand_arg(x, &in->args[n], &args[n]))
+        if (!operand_arg(x, &operands[n], &args[n]))
             s = tr_set_error(TR_ERR_OOM, "out of memory passing %s its arguments", in->op->name);
-    if (s == TR_OK && in->dest_group >= 0) {
+    if (s == TR_OK && in->into_join) {
+        dest.tensor = x->join_rows ? x->join_rows[in->results[0]] : NULL;
+        if (!dest.tensor)
+            s = tr_set_error(TR_ERR_STATE, "internal error: %s was to be computed into the "
+                                           "rows of a joined value outside its blocks",
+                             in->op->name);
+    } else if (s == TR_OK && in->dest_group >= 0) {
         const struct value *v = &x->prog->values[in->results[0]];
         struct tio_output *f = x->files[in->dest_group].file;
         file = tio_output_map(f, v->meta.dtype, v->meta.ndim, v->meta.shape);
@@ -321,7 +308,7 @@ static tr_status run_op(struct exec *x, size_t at)
     for (int i = 0; i < n; i++)
         free_arg(&args[i]);
     for (int r = 0; s == TR_OK && r < in->nresults; r++)
-        s = check_result(&x->prog->values[in->results[r]], out[r]);
+        s = check_result(x, &x->prog->values[in->results[r]], out[r]);
     for (int r = 0; r < in->nresults; r++) {
         if (s == TR_OK)
             x->tensors[in->results[r]] = out[r];
@@ -341,6 +328,20 @@ static tr_status run_fused(struct exec *x, size_t at)
 
     for (int k = 0; k < in->nfinputs; k++)
         inputs[k] = x->tensors[in->finputs[k]];
+    if (in->into_join) {
+        dest = x->join_rows ? x->join_rows[in->results[0]] : NULL;
+        if (!dest)
+            return tr_set_error(TR_ERR_STATE, "internal error: a fused group was to be computed "
+                                              "into the rows of a joined value outside its blocks");
+        s = tr_fused_run(in->chain, inputs, dest, &out);
+        if (s == TR_OK)
+            s = check_result(x, &x->prog->values[in->results[0]], out);
+        if (s == TR_OK)
+            x->tensors[in->results[0]] = out;
+        else
+            tr_release(out);
+        return s;
+    }
     if (in->dest_group >= 0 && !in->chain->has_tail) {
         /* streamed into the file: nothing of the result's size anywhere
          * (an empty result has no mapping: it is made as usual) */
@@ -369,7 +370,7 @@ static tr_status run_fused(struct exec *x, size_t at)
     s = tr_fused_run(in->chain, inputs, dest, &out);
     tr_release(dest);
     if (s == TR_OK)
-        s = check_result(&x->prog->values[in->results[0]], out);
+        s = check_result(x, &x->prog->values[in->results[0]], out);
     if (s == TR_OK)
         x->tensors[in->results[0]] = out;
     else
@@ -387,13 +388,14 @@ static struct tr_value subscript_value(const struct exec *x, const struct operan
 static tr_status run_index(struct exec *x, size_t at)
 {
     const struct instr *in = &x->prog->instrs[at];
+    const struct subscript *subscripts = x->last_block && in->last_subs ? in->last_subs : in->subs;
     struct tr_value subs[TR_MAX_DIMS * 4 + 1], bounds[TR_MAX_DIMS * 4 + 1][3];
     struct tr_tensor *t;
 
     if (in->nsubs > sizeof subs / sizeof subs[0])
         return tr_set_error(TR_ERR_INDEX, "too many indices (%zu)", in->nsubs);
     for (size_t i = 0; i < in->nsubs; i++) {
-        const struct subscript *sub = &in->subs[i];
+        const struct subscript *sub = &subscripts[i];
         memset(&subs[i], 0, sizeof subs[i]);
         switch (sub->kind) {
         case SUB_ELLIPSIS:
@@ -418,7 +420,7 @@ static tr_status run_index(struct exec *x, size_t at)
     t = tr_index_view(x->tensors[in->args[0].value], subs, in->nsubs);
     if (!t)
         return tr_last_status();
-    if (check_result(&x->prog->values[in->results[0]], t) != TR_OK) {
+    if (check_result(x, &x->prog->values[in->results[0]], t) != TR_OK) {
         tr_release(t);
         return tr_last_status();
     }
@@ -426,9 +428,14 @@ static tr_status run_index(struct exec *x, size_t at)
     return TR_OK;
 }
 
+/* Releases what dies after in; within a foreach stage's blocks, only what
+ * the block makes (the rest dies after the last block, exec_foreach). */
 static void release_dead(struct exec *x, const struct instr *in)
 {
     for (size_t i = 0; i < in->ndies; i++) {
+        if (x->block_stage >= 0 &&
+            !liveness_block_local(x->prog, (size_t)x->block_stage, in->dies[i]))
+            continue;
         tr_release(x->tensors[in->dies[i]]);
         x->tensors[in->dies[i]] = NULL;
     }
@@ -486,8 +493,24 @@ static void stage_failed(const struct exec *x, const struct stage *st, const str
     msg_note(place, "in this statement of stage '%s'", st->name);
 }
 
-/* Runs instruction at; an error is reported and its exit status returned. */
-static int run_instr(struct exec *x, const struct stage *st, size_t at)
+/* A block's values of in that are joined and were not computed into
+ * their rows: copied there (views, multi-result ops, ops that make their
+ * own result). */
+static tr_status fill_joins(struct exec *x, const struct instr *in)
+{
+    for (int r = 0; x->join_rows && r < in->nresults; r++) {
+        struct tr_tensor *rows = x->join_rows[in->results[r]];
+        tr_status s;
+        if (!rows || (r == 0 && in->into_join))
+            continue;
+        s = tr_copy_into(rows, x->tensors[in->results[r]]);
+        if (s != TR_OK)
+            return s;
+    }
+    return TR_OK;
+}
+
+int exec_instr(struct exec *x, const struct stage *st, size_t at)
 {
     const struct instr *in = &x->prog->instrs[at];
     tr_status ran = TR_OK;
@@ -506,6 +529,8 @@ static int run_instr(struct exec *x, const struct stage *st, size_t at)
     ran = in->kind == INSTR_INDEX   ? run_index(x, at)
           : in->kind == INSTR_FUSED ? run_fused(x, at)
                                     : run_op(x, at);
+    if (ran == TR_OK)
+        ran = fill_joins(x, in);
     /* an input that changed under the instruction makes its result (or
      * its failure) meaningless */
     status = check_inputs_unchanged();
@@ -527,7 +552,7 @@ static void note_statement(const struct exec *x, const struct stage *st, int k, 
 
     snprintf(place, sizeof place, "%s:%d:%d", x->p->path, s->line, s->col);
     msg_note(place, "stage '%s', statement %d: %s", st->name, k + 1,
-             report_format_time(now_ms() - t0, t, sizeof t));
+             report_format_time(exec_now_ms() - t0, t, sizeof t));
 }
 
 /* The devices stage s uses: its own, and the CPU (inputs, transfers,
@@ -614,7 +639,8 @@ static int report_device(struct exec *x, size_t s, struct tr_device device,
     r.cache_hit_count = after.cache_hit_count - before->cache_hit_count;
     r.kept = kept;
     r.nkept = nkept;
-    r.wall_ms = now_ms() - start;
+    r.blocks = x->plan->stages[s].foreach_blocks;
+    r.wall_ms = exec_now_ms() - start;
     x->released_bytes += r.released_bytes;
     if (device.kind == TR_DEV_CPU && r.peak_active_bytes > x->peak_bytes)
         x->peak_bytes = r.peak_active_bytes;
@@ -635,7 +661,7 @@ static int run_stage(struct exec *x, size_t s)
     struct tr_tensor **keep;
     const char **kept;
     size_t nkeep = 0;
-    double start = now_ms(), t0 = start;
+    double start = exec_now_ms(), t0 = start;
     int status = EXIT_OK;
 
     for (size_t d = 0; d < ndevices; d++) {
@@ -648,16 +674,20 @@ static int run_stage(struct exec *x, size_t s)
         msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
         return exit_for_status(tr_last_status());
     }
-    for (size_t i = pst->first; i < pst->first + pst->count && status == EXIT_OK; i++) {
+    if (pst->over != VALUE_NONE)
+        status = exec_foreach(x, s);
+    for (size_t i = pst->first; pst->over == VALUE_NONE && i < pst->first + pst->count &&
+                                status == EXIT_OK;
+         i++) {
         int k = x->prog->instrs[i].statement;
-        status = run_instr(x, st, i);
+        status = exec_instr(x, st, i);
         if (status != EXIT_OK)
             break;
         if (i + 1 == pst->first + pst->count || x->prog->instrs[i + 1].statement != k) {
             if (x->o->verbosity > 0)
                 note_statement(x, st, k, t0);
             progress_step(x->progress, (size_t)k + 1);
-            t0 = now_ms();
+            t0 = exec_now_ms();
         }
     }
     /* what the stage made and later stages need moves to the run's scope */
@@ -734,12 +764,6 @@ static int refuse_unrunnable(const struct exec *x)
         const struct tr_op_info *op;
         const struct instr *at;
         char dev[TR_DEVICE_NAME_MAX];
-        if (ps->stage->has_foreach) {
-            msg_error(NULL, "stage '%s': foreach (chunked stages) is checked by this version "
-                            "but does not run yet", ps->stage->name);
-            msg_hint("run the stage without foreach; chunked execution comes in a later release");
-            return EXIT_RUNTIME;
-        }
         if (ps->device.kind == TR_DEV_CPU)
             continue;
         tr_device_format(ps->device, dev, sizeof dev);
@@ -785,7 +809,7 @@ static void report_total(struct exec *x, double start)
     const char **paths = calloc(x->p->noutputs + 1, sizeof *paths);
 
     memset(&run, 0, sizeof run);
-    run.wall_ms = now_ms() - start;
+    run.wall_ms = exec_now_ms() - start;
     run.peak_active_bytes = x->peak_bytes;
     run.ndevices = x->ndevices;
     memcpy(run.devices, x->devices, sizeof run.devices);
@@ -809,7 +833,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
 {
     struct exec x;
     struct tr_scope *run_scope;
-    double start = now_ms();
+    double start = exec_now_ms();
     int status;
 
     memset(&x, 0, sizeof x);
@@ -818,6 +842,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.p = plan->pipeline;
     x.o = o;
     x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
+    x.block_stage = -1;
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;
@@ -853,7 +878,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     if (status == EXIT_OK)
         status = load_inputs(&x);
     for (size_t i = 0; i < x.prog->nprologue && status == EXIT_OK; i++)
-        status = run_instr(&x, NULL, i);
+        status = exec_instr(&x, NULL, i);
     if (status == EXIT_OK)
         status = check_before_stages(&x);
     if (status == EXIT_OK)

@@ -49,7 +49,8 @@ static bool can_step(const struct program *prog, const struct instr *in)
 {
     struct tr_value metas[TR_OP_MAX_PARAMS];
 
-    return in->kind == INSTR_OP && in->fused_into < 0 && in->nresults == 1 &&
+    /* a chain's constants are fixed: none made from a foreach block's length */
+    return in->kind == INSTR_OP && in->fused_into < 0 && in->nresults == 1 && !in->last_args &&
            arg_metas(prog, in, metas) &&
            tr_fused_can_step(in->op->id, metas, &prog->values[in->results[0]].meta);
 }
@@ -58,7 +59,7 @@ static bool can_tail(const struct program *prog, const struct instr *in)
 {
     struct tr_value metas[TR_OP_MAX_PARAMS];
 
-    return in->kind == INSTR_OP && in->nresults == 1 && in->nargs > 0 &&
+    return in->kind == INSTR_OP && in->nresults == 1 && in->nargs > 0 && !in->last_args &&
            in->args[0].kind == OPERAND_VALUE && arg_metas(prog, in, metas) &&
            tr_fused_can_tail(in->op->id, metas, &prog->values[in->results[0]].meta);
 }

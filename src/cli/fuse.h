@@ -16,7 +16,8 @@
  * (its other instructions become its steps: fused_into).  A chain's
  * intermediate values are read once, by the chain, in the same stage, and
  * are no output, kept value or value printed at the end; its steps are
- * what tr_fused_can_step allows, its tail what tr_fused_can_tail allows,
+ * what tr_fused_can_step allows, its tail what tr_fused_can_tail allows
+ * (neither with a constant that a shorter last block changes, last_args),
  * and it has at least two steps, or one and a tail.  Runs before
  * liveness.  Does nothing when the environment sets TENSORRUN_NO_FUSE (a
  * switch for tests: the unfused program must give the same bits).  false

@@ -47,6 +47,50 @@ static bool add_to(struct program *prog, uint32_t **list, size_t *n, size_t cap,
     return true;
 }
 
+/* Whether value v is made anew by every block of stage s: a result of
+ * its PART_BLOCK instructions, the block, or a builtin. */
+bool liveness_block_local(const struct program *prog, size_t s, uint32_t v)
+{
+    const struct value *pv = &prog->values[v];
+
+    if (pv->stage != (int)s)
+        return false;
+    if (pv->origin == ORIGIN_BUILTIN)
+        return true;
+    return pv->origin == ORIGIN_RESULT && pv->def < prog->ninstrs &&
+           prog->instrs[pv->def].part == PART_BLOCK;
+}
+
+struct block_reader {
+    struct program *prog;
+    size_t stage, last;
+};
+
+static void extend_read(uint32_t value, void *ctx)
+{
+    struct block_reader *r = ctx;
+    struct value *pv = &r->prog->values[value];
+
+    if (!liveness_block_local(r->prog, r->stage, value) &&
+        (pv->last_use == LIVE_UNUSED || pv->last_use < r->last))
+        pv->last_use = r->last;
+}
+
+/* What a foreach stage's blocks read that they do not make (a value made
+ * once before them, an input) is read again by the next block: it lives
+ * to the last instruction of the blocks. */
+static void extend_over_blocks(struct program *prog, size_t s)
+{
+    const struct program_stage *st = &prog->stages[s];
+    struct block_reader r = {.prog = prog, .stage = s};
+
+    if (st->over == VALUE_NONE || st->nblock == 0)
+        return;
+    r.last = st->first + st->nonce + st->nblock - 1;
+    for (size_t i = st->first + st->nonce; i <= r.last; i++)
+        instr_reads(&prog->instrs[i], extend_read, &r);
+}
+
 bool liveness_run(struct program *prog)
 {
     struct reader r = {.prog = prog};
@@ -76,6 +120,8 @@ bool liveness_run(struct program *prog)
         if (over && st->count && (over->last_use == LIVE_UNUSED || over->last_use < last))
             over->last_use = last;
     }
+    for (size_t s = 0; s < prog->nstages; s++)
+        extend_over_blocks(prog, s);
     for (size_t f = 0; f < prog->nfinals; f++)
         prog->values[prog->finals[f]].last_use = LIVE_FOREVER;
     for (size_t v = 0; v < prog->nvalues; v++) {

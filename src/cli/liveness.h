@@ -21,9 +21,18 @@
  *   instruction (to the end when there is none);
  * - a result nothing reads dies right after the instruction that makes
  *   it, an input nothing reads as soon as it is loaded (last_use stays
- *   LIVE_UNUSED).
+ *   LIVE_UNUSED);
+ * - in a foreach stage, what the blocks read but do not make lives to the
+ *   last instruction of the blocks (every block reads it again), and the
+ *   value cut into blocks to the stage's last instruction; the executor
+ *   releases what a block makes (liveness_block_local) after its last use
+ *   in each block, and the rest after the last block's.
  * false when out of memory.
  */
 bool liveness_run(struct program *prog);
+
+/* Whether value v is made anew by every block of stage s (a result of its
+ * PART_BLOCK instructions, the block itself, or a builtin). */
+bool liveness_block_local(const struct program *prog, size_t s, uint32_t v);
 
 #endif /* TR_CLI_LIVENESS_H */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "last_block.h"
 
 struct eval {
     struct plan *plan;
@@ -170,13 +171,24 @@ static struct result eval_name(struct eval *ev, const struct expr *e)
         v->poisoned = true;
         return failed();
     }
+    if (v->depends_on_block && v->stage != ev->stage &&
+        (v->meta.kind != TR_VALUE_TENSOR || v->meta.ndim == 0)) {
+        diag_error(ev->d, e->line, e->col,
+                   "give it a dimension in its stage, e.g. with unsqueeze(x, 0), so that the "
+                   "blocks' values are joined",
+                   "'%s' is made from each foreach block of stage '%s' and has no dimension to "
+                   "join the blocks along", v->name, ev->plan->stages[v->stage].stage->name);
+        v->poisoned = true;
+        return failed();
+    }
+    /* a value of an earlier foreach stage is its blocks' joined whole here */
     if (v->meta.kind != TR_VALUE_TENSOR) {
         struct result r = constant(v->meta);
         r.o.meta.weak = v->meta.weak;
-        r.depends = v->depends_on_block;
+        r.depends = v->depends_on_block && v->stage == ev->stage;
         return r;
     }
-    return value_result(ev->prog, v->value, v->depends_on_block);
+    return value_result(ev->prog, v->value, v->depends_on_block && v->stage == ev->stage);
 }
 
 static struct result eval_list(struct eval *ev, const struct expr *e)
@@ -795,10 +807,51 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
     }
 }
 
+/* The last block's typing (its errors in last_d) against the full
+ * blocks' (the stage's statements typed without error): an error of its
+ * own is the pipeline's, with the block's length, and its instructions
+ * must be the full blocks' (last_block.h). */
+static void check_last_block(struct program *prog, struct diag_list *d,
+                             const struct diag_list *last_d, const struct stage *s, int64_t last,
+                             size_t first_instr, size_t mid, uint32_t first_value, size_t vmid)
+{
+    if (last_d->errors > 0) {
+        const struct diag *e = NULL;
+        for (size_t i = 0; i < last_d->count && !e; i++)
+            if (last_d->items[i].kind == DIAG_ERROR)
+                e = &last_d->items[i];
+        diag_error(d, e->line, e->col,
+                   e->hint ? e->hint
+                           : "choose a foreach size whose blocks all fit, or one that divides "
+                             "the rows",
+                   "in the last block of foreach, %lld row%s of '%s': %s", (long long)last,
+                   last == 1 ? "" : "s", s->foreach_over, e->message);
+        return;
+    }
+    switch (last_block_pair(prog, first_instr, mid, prog->ninstrs, first_value,
+                            (uint32_t)vmid, (uint32_t)prog->nvalues)) {
+    case LAST_BLOCK_PAIRED:
+        return;
+    case LAST_BLOCK_NO_MEMORY:
+        diag_error(d, s->foreach_line, s->foreach_col, NULL, "out of memory");
+        return;
+    case LAST_BLOCK_DIFFERENT:
+        diag_error(d, s->foreach_line, s->foreach_col,
+                   "choose a foreach size that divides the rows, so that every block is as "
+                   "long",
+                   "foreach: the last block, %lld row%s of '%s', would need other instructions "
+                   "than the full blocks",
+                   (long long)last, last == 1 ? "" : "s", s->foreach_over);
+        return;
+    }
+}
+
 /* A foreach stage: typed with full blocks, and again with the last block
- * when it is shorter (whose instructions are then dropped: they are the
- * same); a kept value that depends on the block is the blocks' values
- * joined along dimension 0. */
+ * when it is shorter, whose errors are the stage's and whose differences
+ * (shapes, constants made from the block's length) the full blocks'
+ * instructions record (its instructions are then dropped); a kept value
+ * that depends on the block is the blocks' values joined along dimension
+ * 0. */
 static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
 {
     const struct stage *s = &plan->pipeline->stages[index];
@@ -806,9 +859,9 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
     int64_t rows, blocks, last, joined;
-    size_t start = plan->nvalues, full_end, ninstrs, nvalues;
-    uint32_t over_id, block_id;
-    struct diag_list quiet;
+    size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors;
+    uint32_t over_id, block_id, first_value;
+    struct diag_list last_d;
 
     if (!over) {
         diag_error(d, s->foreach_line, s->foreach_col, NULL,
@@ -830,6 +883,9 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     blocks = rows / s->foreach_size + (rows % s->foreach_size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * s->foreach_size : 0);
     ps->foreach_blocks = blocks;
+    first_instr = prog->ninstrs;
+    first_value = (uint32_t)prog->nvalues;
+    errors = d->errors;
     lower_statements(plan, index, d, rows < s->foreach_size ? rows : s->foreach_size);
     full_end = plan->nvalues;
     ninstrs = prog->ninstrs;
@@ -839,9 +895,12 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     if (blocks < 2 || last == s->foreach_size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {
-        diag_init(&quiet, d->path, NULL, 0);
-        lower_statements(plan, index, &quiet, last);
-        diag_free(&quiet);
+        diag_init(&last_d, d->path, NULL, 0);
+        lower_statements(plan, index, &last_d, last);
+        if (d->errors == errors)
+            check_last_block(prog, d, &last_d, s, last, first_instr, ninstrs, first_value,
+                             nvalues);
+        diag_free(&last_d);
     }
     /* join along dimension 0 what depends on the block */
     for (size_t i = start; i < full_end; i++) {
@@ -862,6 +921,8 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             continue;
         }
         v->meta.shape[0] = joined;
+        if (v->value != block_id)
+            v->meta.strided = false; /* the whole is made compact */
         v->bytes = plan_tensor_bytes(&v->meta);
         if (v->value != VALUE_NONE && v->value < nvalues) {
             prog->values[v->value].joined = true;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "liveness.h"
 #include "tensorrun_fused.h"
 #include "tensorrun_io.h"
 
@@ -42,6 +43,13 @@ struct replay {
     struct program_stage *stage; /* the stage replayed, or &before */
     struct program_stage before; /* the inputs' loading and the writes before the stages */
     size_t at;                   /* the instruction replayed */
+    /* foreach: while the (one) block replayed runs, and each joined value's
+     * whole (its root, or NO_ROOT for one in its file) */
+    bool in_blocks;
+    size_t *whole_of;
+    /* per value: what it is to the instructions replayed now; a joined
+     * value is its blocks' whole once its stage's blocks have run */
+    const struct tr_value **meta_of;
     bool ok;
 };
 
@@ -121,14 +129,14 @@ static void release(struct replay *r, uint32_t value)
 /* The descriptions tr_op_scratch takes: each argument as the engine will
  * see it (a value's tensor as it lies, a list item by item).  lists[i]
  * holds list i's items; free them with free_lists. */
-static bool describe_args(const struct program *prog, const struct instr *in,
+static bool describe_args(const struct replay *r, const struct instr *in,
                           struct tr_value *args, struct tr_value **lists)
 {
     for (int i = 0; i < in->nargs; i++) {
         const struct operand *o = &in->args[i];
         lists[i] = NULL;
         if (o->kind == OPERAND_VALUE) {
-            args[i] = prog->values[o->value].meta;
+            args[i] = *r->meta_of[o->value];
             continue;
         }
         args[i] = o->meta;
@@ -138,7 +146,7 @@ static bool describe_args(const struct program *prog, const struct instr *in,
         if (!lists[i])
             return false;
         for (size_t k = 0; k < o->count; k++)
-            lists[i][k] = o->items[k].kind == OPERAND_VALUE ? prog->values[o->items[k].value].meta
+            lists[i][k] = o->items[k].kind == OPERAND_VALUE ? *r->meta_of[o->items[k].value]
                                                             : o->items[k].meta;
         args[i].items = lists[i];
         args[i].count = o->count;
@@ -186,12 +194,30 @@ static int in_place_arg(const struct replay *r, const struct instr *in)
         const struct value *v = o->kind == OPERAND_VALUE ? &prog->values[o->value] : NULL;
         size_t root = v ? r->root_of[o->value] : NO_ROOT;
         if (root == NO_ROOT || v->origin != ORIGIN_RESULT || v->last_use != r->at ||
-            reads_of(in, o->value) != 1 || !same_layout(&v->meta, &res->meta) ||
+            reads_of(in, o->value) != 1 || !same_layout(r->meta_of[o->value], &res->meta) ||
             r->roots[root].holders != 1 || !tr_device_equal(r->devices[r->roots[root].device], TR_CPU))
             continue;
         return i;
     }
     return -1;
+}
+
+/* Whether instruction in, in a foreach stage's blocks, computes its
+ * first result, a joined value, straight into its block's rows of the
+ * joined whole (compact rows of a compact tensor, which any kernel that
+ * takes a destination can write); the others' joined results are copied
+ * there (exec_foreach.c). */
+static bool into_join(const struct replay *r, const struct instr *in)
+{
+    const struct value *v = in->nresults > 0 ? &r->prog->values[in->results[0]] : NULL;
+
+    if (!r->in_blocks || !v || (v->join != JOIN_POOL && v->join != JOIN_FILE) ||
+        v->meta.kind != TR_VALUE_TENSOR)
+        return false;
+    if (in->kind == INSTR_FUSED)
+        return true;
+    return in->kind == INSTR_OP && !in->transfer && tr_op_takes_dest(in->op) &&
+           v->meta.device.kind == TR_DEV_CPU;
 }
 
 /* ------------------------------------------------------------ instructions */
@@ -205,11 +231,13 @@ static void replay_op(struct replay *r, struct instr *in)
     struct tr_op_memory m;
     size_t d, from;
 
-    in->in_place = in_place_arg(r, in);
-    given[0] = in->in_place >= 0 || (in->dest_group >= 0 && tr_op_takes_dest(in->op));
+    in->into_join = into_join(r, in);
+    in->in_place = in->into_join ? -1 : in_place_arg(r, in);
+    given[0] = in->in_place >= 0 || in->into_join ||
+               (in->dest_group >= 0 && tr_op_takes_dest(in->op));
     for (int i = 0; i < in->nresults; i++)
         results[i] = prog->values[in->results[i]].meta;
-    if (!describe_args(prog, in, args, lists)) {
+    if (!describe_args(r, in, args, lists)) {
         free_lists(lists, in->nargs);
         r->ok = false;
         return;
@@ -233,6 +261,8 @@ static void replay_op(struct replay *r, struct instr *in)
         const struct operand *alias = NULL;
         if (m.results[i] > 0)
             take(r, id, d, m.results[i]);
+        else if (i == 0 && in->into_join)
+            hold(r, id, r->whole_of[id]);
         else if (i == 0 && in->in_place >= 0)
             alias = &in->args[in->in_place];
         else if (!given[i] && results[i].kind == TR_VALUE_TENSOR &&
@@ -245,17 +275,22 @@ static void replay_op(struct replay *r, struct instr *in)
     }
 }
 
-static void replay_fused(struct replay *r, const struct instr *in)
+static void replay_fused(struct replay *r, struct instr *in)
 {
     struct tr_op_memory m;
     size_t d = device_index(r, TR_CPU);
 
-    if (tr_fused_memory(in->chain, in->dest_group >= 0, r->threads, &m) != TR_OK) {
+    in->into_join = into_join(r, in);
+    if (tr_fused_memory(in->chain, in->dest_group >= 0 || in->into_join, r->threads, &m) !=
+        TR_OK) {
         tr_clear_error();
         memset(&m, 0, sizeof m);
     }
     reach(r, d, m.peak);
-    take(r, in->results[0], d, m.results[0]);
+    if (in->into_join)
+        hold(r, in->results[0], r->whole_of[in->results[0]]);
+    else
+        take(r, in->results[0], d, m.results[0]);
 }
 
 /* What exec's write_group holds: each constant made a tensor, then one
@@ -269,7 +304,7 @@ static void replay_write(struct replay *r, const struct instr *in)
     for (size_t i = 0; i < in->nwargs; i++) {
         const struct value *v = &prog->values[in->wargs[i]];
         enum tr_dtype want = g->dtypes[i];
-        struct tr_value t = v->meta;
+        struct tr_value t = *r->meta_of[in->wargs[i]];
         uint64_t b;
         if (t.kind != TR_VALUE_TENSOR) {
             bool list = t.kind == TR_VALUE_LIST;
@@ -284,7 +319,9 @@ static void replay_write(struct replay *r, const struct instr *in)
             t.device = TR_CPU;
             held = sat_add(held, tr_memory_block_size((list ? v->meta.count : 1) *
                                                       tr_dtype_size(stored)));
-        } else if (v->origin == ORIGIN_RESULT && prog->instrs[v->def].dest_group == (ptrdiff_t)in->group) {
+        } else if ((v->origin == ORIGIN_RESULT &&
+                    prog->instrs[v->def].dest_group == (ptrdiff_t)in->group) ||
+                   (v->join == JOIN_FILE && v->join_group == (ptrdiff_t)in->group)) {
             continue; /* computed in the file: nothing to write */
         }
         b = tr_memory_block_size(tio_write_pool_bytes(&t, want));
@@ -386,20 +423,93 @@ static void load_inputs(struct replay *r)
     }
 }
 
+/* A root for the whole of joined value v, made before the first block:
+ * none for one in its output file. */
+static void take_whole(struct replay *r, uint32_t v)
+{
+    const struct value *pv = &r->prog->values[v];
+    uint64_t bytes = tr_dtype_size(pv->joined_meta.dtype);
+    size_t d = device_index(r, pv->joined_meta.device);
+    struct root *root;
+
+    for (int k = 0; k < pv->joined_meta.ndim; k++)
+        bytes = bytes > UINT64_MAX / (uint64_t)pv->joined_meta.shape[k]
+                    ? UINT64_MAX
+                    : bytes * (uint64_t)pv->joined_meta.shape[k];
+    if (pv->join != JOIN_POOL || bytes == 0)
+        return;
+    root = &r->roots[r->nroots];
+    root->bytes = tr_memory_block_size(bytes);
+    root->device = d;
+    root->holders = 1; /* the whole's own handle, until the blocks end */
+    r->live[d] = sat_add(r->live[d], root->bytes);
+    r->whole_of[v] = r->nroots++;
+    reach(r, d, 0);
+}
+
+/*
+ * A foreach stage, as exec_foreach runs it: the instructions before the
+ * blocks, the joined wholes, one block (a full one: a shorter last block
+ * needs no more of any kind), whose scope then releases what it made,
+ * and the instructions after the blocks, with each joined value holding
+ * its whole.  Every block starts from the same active bytes and makes the
+ * same requests, so one is every block's figure.
+ */
+static void replay_foreach(struct replay *r, size_t s)
+{
+    struct program_stage *st = &r->prog->stages[s];
+    size_t once_end = st->first + st->nonce, blocks_end = once_end + st->nblock;
+
+    for (r->at = st->first; r->at < once_end && r->ok; r->at++)
+        replay_instr(r, &r->prog->instrs[r->at]);
+    for (size_t v = 0; v < r->prog->nvalues; v++)
+        if (r->prog->values[v].stage == (int)s)
+            take_whole(r, (uint32_t)v);
+    r->in_blocks = true;
+    for (; r->at < blocks_end && r->ok; r->at++)
+        replay_instr(r, &r->prog->instrs[r->at]);
+    r->in_blocks = false;
+    for (size_t v = 0; v < r->prog->nvalues; v++) {
+        if (!liveness_block_local(r->prog, s, (uint32_t)v))
+            continue;
+        release(r, (uint32_t)v); /* the block's scope ends */
+        if (r->whole_of[v] != NO_ROOT) {
+            hold(r, (uint32_t)v, r->whole_of[v]);
+            r->roots[r->whole_of[v]].holders--; /* the value's handle is the whole's */
+        }
+    }
+    for (size_t v = 0; v < r->prog->nvalues; v++) {
+        const struct value *pv = &r->prog->values[v];
+        if (pv->stage != (int)s)
+            continue;
+        if (pv->join == JOIN_POOL || pv->join == JOIN_FILE)
+            r->meta_of[v] = &pv->joined_meta;
+        else if (pv->join == JOIN_OVER)
+            r->meta_of[v] = &r->prog->values[st->over].meta;
+    }
+    for (; r->at < st->first + st->count && r->ok; r->at++)
+        replay_instr(r, &r->prog->instrs[r->at]);
+}
+
 bool memory_run(struct program *prog, int threads)
 {
     struct replay r = {.prog = prog, .threads = threads};
     size_t cap = prog->ninstrs + prog->nstages + 2;
 
-    r.roots = calloc(prog->nvalues + 1, sizeof *r.roots);
+    /* a root per value, and one per joined whole */
+    r.roots = calloc(2 * prog->nvalues + 1, sizeof *r.roots);
     r.root_of = malloc((prog->nvalues + 1) * sizeof *r.root_of);
+    r.whole_of = malloc((prog->nvalues + 1) * sizeof *r.whole_of);
+    r.meta_of = malloc((prog->nvalues + 1) * sizeof *r.meta_of);
     r.devices = calloc(cap, sizeof *r.devices);
     r.live = calloc(cap, sizeof *r.live);
     r.devices_cap = cap;
-    r.ok = r.roots && r.root_of && r.devices && r.live;
+    r.ok = r.roots && r.root_of && r.whole_of && r.meta_of && r.devices && r.live;
     memset(&prog->before, 0, sizeof prog->before);
-    for (size_t v = 0; r.ok && v < prog->nvalues; v++)
-        r.root_of[v] = NO_ROOT;
+    for (size_t v = 0; r.ok && v < prog->nvalues; v++) {
+        r.root_of[v] = r.whole_of[v] = NO_ROOT;
+        r.meta_of[v] = &prog->values[v].meta;
+    }
     if (r.ok) {
         device_index(&r, TR_CPU);
         load_inputs(&r);
@@ -416,12 +526,17 @@ bool memory_run(struct program *prog, int threads)
     for (size_t s = 0; s < prog->nstages && r.ok; s++) {
         struct program_stage *st = &prog->stages[s];
         begin_stage(&r, st);
-        for (r.at = st->first; r.at < st->first + st->count && r.ok; r.at++)
+        if (st->over != VALUE_NONE)
+            replay_foreach(&r, s);
+        for (r.at = st->first; st->over == VALUE_NONE && r.at < st->first + st->count && r.ok;
+             r.at++)
             replay_instr(&r, &prog->instrs[r.at]);
         end_stage(&r, s);
     }
     free(r.roots);
     free(r.root_of);
+    free(r.whole_of);
+    free(r.meta_of);
     free(r.devices);
     free(r.live);
     return r.ok;

@@ -491,6 +491,14 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
                        out->name, v->unsupported_dtype);
             continue;
         }
+        if (v->depends_on_block && (v->meta.kind != TR_VALUE_TENSOR || v->meta.ndim == 0)) {
+            diag_error(d, out->line, out->col,
+                       "give it a dimension in its stage, e.g. with unsqueeze(x, 0), so that "
+                       "the blocks' values are joined",
+                       "output '%s' is made from each foreach block and has no dimension to "
+                       "join the blocks along", out->name);
+            continue;
+        }
         p->outputs[o].as_text =
             out->text_if_scalar &&
             (v->meta.kind == TR_VALUE_INT || v->meta.kind == TR_VALUE_FLOAT ||

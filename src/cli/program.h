@@ -55,6 +55,11 @@ struct value {
     uint64_t stream_bytes, copy_bytes;
     uint64_t block_bytes;    /* memory: the pool block it is made in (rounded); 0 when it
                                 has none of its own (a view, in place, in a file) */
+    /* foreach, a value that depends on the block when the last block is
+     * shorter: what it is in that block (last_meta), which the run checks
+     * its result against there */
+    bool has_last;
+    struct tr_value last_meta;
 };
 
 #define LIVE_UNUSED SIZE_MAX
@@ -135,6 +140,16 @@ struct instr {
     /* memory: the argument whose memory results[0] takes (an elementwise
      * op over a value that dies here), or -1 */
     int in_place;
+    /* foreach, when the last block is shorter and a constant of this
+     * instruction was made from the block's length (x.shape[0]): the
+     * operands (nargs of them) or subscripts (nsubs) it has in that block;
+     * NULL when they are the same */
+    struct operand *last_args;
+    struct subscript *last_subs;
+    /* memory: results[0] is a joined value (JOIN_POOL, JOIN_FILE) computed
+     * straight into its block's rows of the joined whole; false: computed
+     * in the pool and copied there */
+    bool into_join;
 };
 
 /* The outputs that go to one file, written by one INSTR_WRITE. */

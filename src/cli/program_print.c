@@ -48,14 +48,16 @@ static void print_operand(const struct program *prog, const struct operand *o, F
 }
 
 /* op(%1, %2, dim=-1): tensors and lists by position, the rest by name. */
-static void print_call(const struct program *prog, const struct instr *in, FILE *out)
+/* in's call, with its operands (args) or subscripts (subs). */
+static void print_call(const struct program *prog, const struct instr *in,
+                       const struct operand *args, const struct subscript *subs, FILE *out)
 {
     static const char *const sub_words[] = {"", "", "None", "..."};
 
     if (in->kind == INSTR_INDEX) {
         fprintf(out, "%%%u[", in->args[0].value);
         for (size_t s = 0; s < in->nsubs; s++) {
-            const struct subscript *sub = &in->subs[s];
+            const struct subscript *sub = &subs[s];
             if (s)
                 fputs(", ", out);
             if (sub->kind == SUB_INDEX)
@@ -76,7 +78,7 @@ static void print_call(const struct program *prog, const struct instr *in, FILE 
     }
     fprintf(out, "%s(", in->op->name);
     for (int i = 0; i < in->nargs; i++) {
-        const struct operand *o = &in->args[i];
+        const struct operand *o = &args[i];
         if (i)
             fputs(", ", out);
         if (o->kind == OPERAND_CONST && in->op->params[i].kind != TR_PARAM_TENSOR &&
@@ -96,6 +98,40 @@ static void print_dies(const struct instr *in, FILE *out)
         fprintf(out, "%s %%%u", i ? "," : "", in->dies[i]);
 }
 
+/* What instruction in is in a shorter last block, when it differs: its
+ * call (a constant made from the block's length) and its results' types. */
+static void print_last_block(const struct plan *plan, const struct instr *in, const char *indent,
+                             FILE *out)
+{
+    const struct program *prog = plan->program;
+    char call[400] = "", types[400] = "";
+    bool shapes = false;
+    size_t used = 0;
+
+    for (int r = 0; r < in->nresults; r++) {
+        const struct value *v = &prog->values[in->results[r]];
+        char a[200];
+        if (!v->has_last || v->fused)
+            continue;
+        shapes = true;
+        plan_describe(&v->last_meta, a, sizeof a);
+        used += (size_t)snprintf(types + used, used < sizeof types ? sizeof types - used : 0,
+                                 "%s%%%u %s", used ? ", " : "", in->results[r], a);
+    }
+    if (in->last_args || in->last_subs) {
+        FILE *mem = fmemopen(call, sizeof call, "w");
+        if (mem) {
+            print_call(prog, in, in->last_args ? in->last_args : in->args,
+                       in->last_subs ? in->last_subs : in->subs, mem);
+            fclose(mem);
+        }
+    }
+    if (!shapes && !call[0])
+        return;
+    fprintf(out, "%s  (the last block: %s%s%s)\n", indent, call, call[0] && shapes ? ", " : "",
+            types);
+}
+
 /* One instruction's lines: one per result, with indent before each. */
 static void print_op(const struct plan *plan, size_t at, const char *indent, FILE *out)
 {
@@ -105,7 +141,7 @@ static void print_op(const struct plan *plan, size_t at, const char *indent, FIL
     FILE *mem = fmemopen(call, sizeof call, "w");
 
     if (mem) {
-        print_call(prog, in, mem);
+        print_call(prog, in, in->args, in->subs, mem);
         fclose(mem);
     } else {
         snprintf(call, sizeof call, "?");
@@ -117,6 +153,8 @@ static void print_op(const struct plan *plan, size_t at, const char *indent, FIL
         plan_describe(&v->meta, type, sizeof type);
         if (r == 0 && in->dest_group >= 0)
             snprintf(bytes, sizeof bytes, "into %s", prog->groups[in->dest_group].path);
+        else if (r == 0 && in->into_join)
+            snprintf(bytes, sizeof bytes, "into its join");
         else if (v->fused)
             snprintf(bytes, sizeof bytes, "not stored");
         else if (is_view_result(prog, v))
@@ -132,6 +170,7 @@ static void print_op(const struct plan *plan, size_t at, const char *indent, FIL
             print_dies(in, out);
         fputc('\n', out);
     }
+    print_last_block(plan, in, indent, out);
 }
 
 static void print_instr(const struct plan *plan, size_t at, FILE *out)
@@ -199,10 +238,13 @@ static void print_foreach(const struct plan *plan, size_t s, FILE *out)
         if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s)
             continue;
         snprintf(id, sizeof id, "%%%zu %s", v, pv->name);
-        if (v == pst->block)
+        if (v == pst->block) {
             fprintf(out, "    %-12s = %-48s %-18s view\n", id, "(each block of the foreach)",
                     plan_describe(&pv->meta, a, sizeof a));
-        else
+            if (pv->has_last)
+                fprintf(out, "      (the last block: %%%zu %s)\n", v,
+                        plan_describe(&pv->last_meta, a, sizeof a));
+        } else
             fprintf(out, "    %-12s = %-48s int\n", id, "(set as each block runs)");
     }
     for (size_t i = once_end; i < block_end; i++)
@@ -465,6 +507,13 @@ static json_t *json_instr(const struct plan *plan, size_t at)
     json_object_set_new(o, "in_place_of", in->in_place >= 0
                                               ? json_integer(in->args[in->in_place].value)
                                               : json_null());
+    json_object_set_new(o, "into_join", json_boolean(in->into_join));
+    if (in->last_args) {
+        json_t *last = json_array();
+        for (int i = 0; i < in->nargs; i++)
+            json_array_append_new(last, json_operand(&in->last_args[i]));
+        json_object_set_new(o, "last_block_args", last);
+    }
     json_object_set_new(o, "line", json_integer(in->line));
     json_object_set_new(o, "col", json_integer(in->col));
     return o;
@@ -567,6 +616,8 @@ void program_print_json(const struct plan *plan, FILE *out)
                             pv->last_use < prog->ninstrs ? json_integer((json_int_t)pv->last_use)
                                                          : json_null());
         json_object_set_new(o, "lives_to_end", json_boolean(pv->last_use == LIVE_FOREVER));
+        if (pv->has_last)
+            json_object_set_new(o, "last_block", json_meta(&pv->last_meta));
         json_array_append_new(values, o);
     }
     for (size_t i = 0; i < prog->nprologue; i++)

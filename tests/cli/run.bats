@@ -437,19 +437,6 @@ outputs: {y: y.npy}'
     [[ "$stderr" == *"--device"* ]]
 }
 
-@test "a foreach stage is refused at run time, before anything runs" {
-    pipeline 'inputs: {m: m.npy}
-stages:
-  - name: s
-    foreach: {over: m, size: 256}
-    do: [y = m * 2]
-outputs: {y: y.npy}'
-    run_tensorrun 0 validate p.yaml
-    run_tensorrun 1 p.yaml
-    [[ "$stderr" == *"foreach"* ]]
-    [ ! -e y.npy ]
-}
-
 # ------------------------------------------------------------ failures
 
 @test "a missing input file is exit 4" {

@@ -1,0 +1,209 @@
+/*
+ * exec_foreach.c - running a foreach stage (tensorrun-pipeline(5),
+ * FOREACH): the instructions before the blocks once, then the blocks'
+ * instructions once per block of the value cut into blocks, each block in
+ * a scope of its own with the block bound to a view of its rows, then the
+ * instructions after the last block.
+ *
+ * A joined value's whole is made before the first block, in the pool or
+ * in its output file's mapping (foreach.h); each block computes its part
+ * straight into its rows when the memory pass said so (instr.into_join),
+ * or copies it there, and after the last block the whole is the value.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exec_impl.h"
+#include "liveness.h"
+#include "msg.h"
+#include "progress.h"
+
+/* The rows [start, start + n) of t: a view. */
+static struct tr_tensor *rows_of(const struct tr_tensor *t, int64_t start, int64_t n)
+{
+    struct tr_value bounds[3], sub;
+
+    memset(bounds, 0, sizeof bounds);
+    for (int k = 0; k < 2; k++) {
+        bounds[k].kind = TR_VALUE_INT;
+        bounds[k].known = true;
+    }
+    bounds[0].integer = start;
+    bounds[1].integer = start + n;
+    bounds[2].kind = TR_VALUE_NONE;
+    memset(&sub, 0, sizeof sub);
+    sub.kind = TR_VALUE_LIST;
+    sub.count = 3;
+    sub.items = bounds;
+    return tr_index_view(t, &sub, 1);
+}
+
+/* The whole of joined value v, made before the first block: in its output
+ * file's mapping when its join says so and the file's blocks can be
+ * reserved, else in the pool. */
+static struct tr_tensor *make_whole(struct exec *x, const struct value *v)
+{
+    const struct tr_value *m = &v->joined_meta;
+
+    if (v->join == JOIN_FILE) {
+        struct tio_output *file = x->files[v->join_group].file;
+        struct tr_tensor *t = tio_output_map(file, m->dtype, m->ndim, m->shape);
+        if (t && tio_output_reserve(file) == 0)
+            return t;
+        tr_release(t); /* the disk cannot take it: the pool serves */
+    }
+    return tr_empty(m->dtype, m->ndim, m->shape, m->device);
+}
+
+/* Sets the builtins of stage s for block b of nblocks starting at row start. */
+static void set_builtins(struct exec *x, size_t s, int64_t start, int64_t b, int64_t nblocks)
+{
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        struct value *pv = &x->prog->values[v];
+        if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s ||
+            pv->meta.kind != TR_VALUE_INT)
+            continue;
+        pv->meta.known = true;
+        pv->meta.integer = strcmp(pv->name, "chunk_start") == 0   ? start
+                           : strcmp(pv->name, "chunk_index") == 0 ? b
+                                                                  : nblocks;
+    }
+}
+
+/* Releases the handles of what block-local values are still alive at the
+ * end of a block, and the joined rows. */
+static void end_block(struct exec *x, size_t s)
+{
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        if (liveness_block_local(x->prog, s, (uint32_t)v) && x->tensors[v]) {
+            tr_release(x->tensors[v]);
+            x->tensors[v] = NULL;
+        }
+        if (x->join_rows[v]) {
+            tr_release(x->join_rows[v]);
+            x->join_rows[v] = NULL;
+        }
+    }
+}
+
+/* Runs block b: rows [start, start + n) of over. */
+static int run_block(struct exec *x, size_t s, const struct stage *st,
+                     struct tr_tensor *const *wholes, const struct tr_tensor *over, int64_t b,
+                     int64_t start, int64_t n)
+{
+    const struct program_stage *pst = &x->prog->stages[s];
+    size_t first = pst->first + pst->nonce, end = first + pst->nblock;
+    struct tr_scope *scope = tr_scope_begin();
+    int status = EXIT_OK;
+
+    if (!scope) {
+        msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
+        return exit_for_status(tr_last_status());
+    }
+    x->tensors[pst->block] = rows_of(over, start, n);
+    for (size_t v = 0; v < x->prog->nvalues && x->tensors[pst->block]; v++) {
+        /* a block's part of a joined value has the rows its typing says
+         * (k of a topk, twice the block's of a reshape), at b times the
+         * full blocks' */
+        const struct value *pv = &x->prog->values[v];
+        int64_t part = pv->meta.shape[0];
+        if (!wholes[v])
+            continue;
+        x->join_rows[v] = rows_of(wholes[v], b * part,
+                                  x->last_block && pv->has_last ? pv->last_meta.shape[0] : part);
+        if (!x->join_rows[v])
+            break;
+    }
+    for (size_t v = 0; v < x->prog->nvalues && status == EXIT_OK; v++) {
+        if (x->tensors[pst->block] && (!wholes[v] || x->join_rows[v]))
+            continue;
+        msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
+        status = exit_for_status(tr_last_status());
+    }
+    for (size_t i = first; i < end && status == EXIT_OK; i++)
+        status = exec_instr(x, st, i);
+    end_block(x, s);
+    tr_scope_end(scope, NULL, 0);
+    return status;
+}
+
+int exec_foreach(struct exec *x, size_t s)
+{
+    const struct program_stage *pst = &x->prog->stages[s];
+    const struct plan_stage *ps = &x->plan->stages[s];
+    const struct stage *st = ps->stage;
+    size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
+    int64_t size = st->foreach_size, nblocks = ps->foreach_blocks, rows;
+    struct tr_tensor **wholes = NULL, *over;
+    int status = EXIT_OK;
+
+    for (size_t i = pst->first; i < once_end && status == EXIT_OK; i++)
+        status = exec_instr(x, st, i);
+    if (status != EXIT_OK)
+        return status;
+    over = x->tensors[pst->over];
+    wholes = calloc(x->prog->nvalues + 1, sizeof *wholes);
+    x->join_rows = calloc(x->prog->nvalues + 1, sizeof *x->join_rows);
+    if (!wholes || !x->join_rows || !over) {
+        free(wholes);
+        free(x->join_rows);
+        x->join_rows = NULL;
+        msg_error(NULL, "stage '%s': out of memory", st->name);
+        return EXIT_OOM;
+    }
+    rows = tr_tensor_shape(over)[0];
+    for (size_t v = 0; v < x->prog->nvalues && status == EXIT_OK; v++) {
+        const struct value *pv = &x->prog->values[v];
+        if (pv->stage != (int)s || (pv->join != JOIN_POOL && pv->join != JOIN_FILE))
+            continue;
+        wholes[v] = make_whole(x, pv);
+        if (!wholes[v]) {
+            msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
+            status = exit_for_status(tr_last_status());
+        }
+    }
+    progress_stage(x->progress, st->name, (size_t)nblocks);
+    x->block_stage = (int)s;
+    for (int64_t b = 0; b < nblocks && status == EXIT_OK; b++) {
+        int64_t start = b * size, n = rows - start < size ? rows - start : size;
+        double t0 = exec_now_ms();
+        x->last_block = b == nblocks - 1 && n < (rows < size ? rows : size);
+        set_builtins(x, s, start, b, nblocks);
+        status = run_block(x, s, st, wholes, over, b, start, n);
+        if (status == EXIT_OK && x->o->verbosity > 0) {
+            char t[32];
+            msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", st->name,
+                     (long long)b + 1, (long long)nblocks, (long long)start,
+                     (long long)(start + n), report_format_time(exec_now_ms() - t0, t, sizeof t));
+        }
+        progress_step(x->progress, (size_t)b + 1);
+    }
+    x->block_stage = -1;
+    x->last_block = false;
+    /* what the blocks read but did not make dies after the last one */
+    for (size_t i = once_end; i < blocks_end; i++) {
+        const struct instr *in = &x->prog->instrs[i];
+        for (size_t k = 0; k < in->ndies; k++) {
+            if (liveness_block_local(x->prog, s, in->dies[k]))
+                continue;
+            tr_release(x->tensors[in->dies[k]]);
+            x->tensors[in->dies[k]] = NULL;
+        }
+    }
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        const struct value *pv = &x->prog->values[v];
+        if (wholes[v])
+            x->tensors[v] = wholes[v];
+        else if (pv->stage == (int)s && pv->join == JOIN_OVER && status == EXIT_OK)
+            x->tensors[v] = tr_index_view(over, NULL, 0);
+    }
+    free(wholes);
+    free(x->join_rows);
+    x->join_rows = NULL;
+    for (size_t i = blocks_end; i < pst->first + pst->count && status == EXIT_OK; i++)
+        status = exec_instr(x, st, i);
+    return status;
+}

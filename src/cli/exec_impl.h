@@ -1,0 +1,52 @@
+/*
+ * exec_impl.h - what the executor's files share: the state of a run, and
+ * running one instruction (exec.c) for the block loop of a foreach stage
+ * (exec_foreach.c).
+ */
+#ifndef TR_CLI_EXEC_IMPL_H
+#define TR_CLI_EXEC_IMPL_H
+
+#include "exec.h"
+
+/* An output group's open file. */
+struct out_file {
+    struct tio_output *file;
+    bool written;
+};
+
+struct exec {
+    struct plan *plan;
+    struct program *prog;
+    struct pipeline *p;
+    const struct run_options *o;
+    struct tr_tensor **tensors;   /* each value's handle while it lives */
+    struct out_file *files;       /* one per program->groups */
+    struct report report;
+    struct progress *progress;
+    uint64_t read_bytes, written_bytes, released_bytes, peak_bytes;
+    /* every device the program runs on (the CPU's first), and each one's peak */
+    struct tr_device devices[REPORT_MAX_DEVICES];
+    uint64_t device_peaks[REPORT_MAX_DEVICES];
+    size_t ndevices;
+    bool check_memory;            /* TENSORRUN_CHECK_MEMORY: peaks must be the pass's */
+    /* while a foreach stage's blocks run (exec_foreach.c) */
+    int block_stage;              /* the stage; -1 outside the blocks */
+    bool last_block;              /* the shorter last block: last_args, last_meta */
+    struct tr_tensor **join_rows; /* per value: its block's rows of its joined whole */
+};
+
+double exec_now_ms(void);
+
+/* Runs instruction at of stage st (NULL: before the stages); an error is
+ * reported and its exit status returned.  Within a foreach stage's blocks
+ * it takes the last block's operands in the last block, computes a joined
+ * value into its rows (or copies it there) and releases only what the
+ * block makes. */
+int exec_instr(struct exec *x, const struct stage *st, size_t at);
+
+/* Runs stage s's instructions, a foreach stage: once the instructions
+ * before the blocks, the blocks' for every block of foreach.size rows,
+ * each in a scope of its own, then those after the last block. */
+int exec_foreach(struct exec *x, size_t s);
+
+#endif /* TR_CLI_EXEC_IMPL_H */

@@ -1,0 +1,273 @@
+#!/usr/bin/env bats
+# foreach stages (tensorrun-pipeline(5), FOREACH): the body runs once per
+# block of rows, in a scope of its own; what does not depend on the block
+# runs once; kept values are joined along dimension 0 in block order,
+# straight into their place; the last block may be shorter, and its own
+# length is what x.shape[0] says there.  Results against NumPy, the same
+# bits for every block size and thread count, the pool's figures against
+# validate's, and a pipeline over an input four times the memory limit.
+
+bats_require_minimum_version 1.5.0
+
+PY=/usr/bin/python3
+
+setup() {
+    load helper
+    cd "$BATS_TEST_TMPDIR"
+    "$PY" -c '
+import numpy as np
+rng = np.random.default_rng(11)
+np.save("e.npy", rng.standard_normal((1000, 48)).astype(np.float32))
+np.save("q.npy", rng.standard_normal((6, 48)).astype(np.float32))'
+}
+
+# stage_json FIELD: the first stage event of --stats json in $output,
+# field FIELD (a foreach stage's blocks, its peak, ...)
+stage_json() {
+    printf '%s\n' "$stderr" "$output" | "$PY" -c '
+import json, sys
+for line in sys.stdin:
+    if line.startswith("{") and json.loads(line)["event"] == "stage":
+        print(json.loads(line).get(sys.argv[1], "absent")); break
+' "$1"
+}
+
+search_pipeline() {
+    cat > search.yaml <<EOF
+tensorrun: 1
+params: {k: 5}
+inputs: {emb: ${1:-e.npy}, q: q.npy}
+stages:
+  - name: normalise
+    do:
+      - qn = q / norm(q, dim=-1, keepdim=true)
+  - name: search
+    foreach: {over: emb, size: ${2:-128}}
+    do:
+      - en = emb / norm(emb, dim=-1, keepdim=true)
+      - v, i = topk(en @ qn.T, k, dim=0)
+      - i = i + chunk_start
+    keep: [v, i]
+  - name: merge
+    do:
+      - best, j = topk(v, k, dim=0)
+      - ids = gather(i, 0, j)
+outputs: {best: best.npy, ids: ids.npy}
+EOF
+}
+
+# search_is_numpys: best.npy and ids.npy are NumPy's top 5 of e.npy's
+# normalised rows against q.npy's; a swap only between candidates whose f64
+# scores differ by less than 1e-6
+search_is_numpys() {
+    "$PY" -c '
+import numpy as np
+e, q = np.load("e.npy").astype(np.float64), np.load("q.npy").astype(np.float64)
+s = (e / np.linalg.norm(e, axis=1, keepdims=True)) @ (q / np.linalg.norm(q, axis=1, keepdims=True)).T
+want = np.argsort(-s, axis=0, kind="stable")[:5]
+ids, best = np.load("ids.npy"), np.load("best.npy")
+assert ids.shape == (5, 6) and ids.dtype == np.int64 and best.dtype == np.float32, (ids.shape, ids.dtype)
+for c in range(6):
+    for r in range(5):
+        if ids[r, c] != want[r, c]:
+            assert abs(s[ids[r, c], c] - s[want[r, c], c]) < 1e-6, (r, c, ids[:, c], want[:, c])
+assert np.allclose(best, np.take_along_axis(s, ids, 0), atol=1e-6)
+'
+}
+
+@test "the embedding search: per-block top-k, then a merge stage, gives NumPy's top-k" {
+    search_pipeline e.npy 128
+    run_tensorrun 0 search.yaml
+    [[ "$stderr" == *"search"*"8 blocks"* ]]
+    search_is_numpys
+    # one block, and blocks of one row
+    search_pipeline e.npy 1000
+    run_tensorrun 0 search.yaml -q
+    search_is_numpys
+    search_pipeline e.npy 5
+    run_tensorrun 0 search.yaml -q
+    search_is_numpys
+}
+
+@test "a block size that leaves a shorter last block, and a k past it, exit 3 naming the block" {
+    search_pipeline e.npy 999
+    run_tensorrun 3 validate search.yaml
+    [[ "$stderr" == *"last block of foreach, 1 row of 'emb'"*"topk"* ]]
+    run_tensorrun 3 search.yaml
+    [ ! -e ids.npy ]
+    search_pipeline e.npy 995
+    run_tensorrun 0 search.yaml -q
+    search_is_numpys
+}
+
+# body FILE SIZE STATEMENT...: a foreach stage over e by SIZE rows whose
+# statements' targets y, r and n go to y.npy, r.npy and n.npy
+body() {
+    local file=$1 size=$2 s
+    shift 2
+    {
+        printf '%s\n' 'tensorrun: 1' 'inputs: {e: e.npy}' 'stages:' '  - name: s' \
+            "    foreach: {over: e, size: $size}" '    do:'
+        for s in "$@"; do printf '      - %s\n' "$s"; done
+        printf '%s\n' 'outputs: {y: y.npy, r: r.npy, n: n.npy}'
+    } > "$file"
+}
+
+@test "rows that depend only on the same input rows: the same bits for every block size and thread count" {
+    local first=""
+    for size in 1000 300 64 7 1; do
+        body p.yaml "$size" 'y = exp(e * 0.5) * 2 + 1' 'r = sum(e * e, dim=1)' \
+            'n = e / norm(e, dim=-1, keepdim=true)'
+        for t in 1 2; do
+            run_tensorrun 0 p.yaml --threads "$t" -q
+            cat y.npy r.npy n.npy > "all-$size-$t"
+            [ -z "$first" ] && first="all-$size-$t"
+            cmp "$first" "all-$size-$t"
+        done
+    done
+    "$PY" -c '
+import numpy as np
+e = np.load("e.npy")
+assert np.allclose(np.load("y.npy"), np.exp(e * np.float32(0.5)) * 2 + 1, rtol=1e-6)
+assert np.allclose(np.load("r.npy"), (e.astype(np.float64) ** 2).sum(1), rtol=1e-5)
+assert np.allclose(np.load("n.npy"), e / np.linalg.norm(e, axis=1, keepdims=True), atol=1e-6)'
+}
+
+@test "chunk_start, chunk_index and chunk_count, and x.shape[0], which is each block's own length" {
+    body p.yaml 300 'y = full([e.shape[0], 3], chunk_index) * 1000 + chunk_count * 100 + e.shape[0] * 0' \
+        'r = arange(e.shape[0]) + chunk_start' 'n = e / e.shape[0]'
+    run_tensorrun 0 validate p.yaml
+    [[ "$output" == *"(the last block: %"*"f32[100,48])"* ]]
+    [[ "$output" == *"div(%"*", 300)"*"(the last block: div(%"*", 100)"* ]]
+    run_tensorrun 0 p.yaml -q
+    NPY_INPUTS=e npy_is r.npy 'np.arange(1000, dtype=np.int64)'
+    NPY_INPUTS=e npy_is y.npy 'np.repeat(np.arange(4, dtype=np.int64) * 1000 + 400, [300, 300, 300, 100])[:, None].repeat(3, 1)'
+    NPY_INPUTS=e npy_is n.npy 'np.concatenate([e[:900] / np.float32(300), e[900:] / np.float32(100)])'
+}
+
+@test "a value only an output reads is joined in its file, each block at its rows; a kept one in the pool" {
+    body p.yaml 100 'y = e * 2 + 1' 'r = sum(e, dim=1)' 'n = e'
+    run_tensorrun 0 validate p.yaml
+    [[ "$output" == *"joins %"*" y f32[1000,48] into y.npy, each block at its rows"* ]]
+    [[ "$output" == *"joins %"*" e f32[1000,48] as the value the blocks are cut from"* ]]
+    run_tensorrun 0 p.yaml --stats json
+    # the pool holds r's 4000 bytes (4096) and one block's scratch, never
+    # y's 192000 bytes
+    [ "$(stage_json peak_active_bytes)" -lt 100000 ]
+    NPY_INPUTS=e npy_is y.npy 'e * np.float32(2) + np.float32(1)'
+    NPY_INPUTS=e npy_is n.npy 'e'
+    cat > k.yaml <<'EOF'
+tensorrun: 1
+inputs: {e: e.npy}
+stages:
+  - name: s
+    foreach: {over: e, size: 64}
+    do:
+      - y = e * 2 + 1
+      - s = e[:, 0:4]
+    keep: [y, s]
+  - name: after
+    do:
+      - t = sum(y, dim=0) + sum(s, dim=0)[0]
+outputs: {t: t.npy, y: y.npy}
+EOF
+    run_tensorrun 0 validate k.yaml
+    [[ "$output" == *"joins %"*" y f32[1000,48] in the pool, made before the first block"* ]]
+    run_tensorrun 0 k.yaml -q
+    NPY_INPUTS=e npy_is y.npy 'e * np.float32(2) + np.float32(1)'
+    "$PY" -c '
+import numpy as np
+e = np.load("e.npy"); y = e * np.float32(2) + np.float32(1)
+assert np.allclose(np.load("t.npy"), y.sum(0, dtype=np.float64) + e[:, 0].sum(dtype=np.float64), rtol=1e-5)'
+}
+
+@test "a foreach stage peaks where validate says, per block, with its joins, for 1 and 2 threads" {
+    search_pipeline e.npy 128
+    peaks_match search.yaml
+    peaks_match search.yaml --threads 1
+    body p.yaml 100 'y = exp(e * 0.5) * 2 + 1' 'r = sum(e * e, dim=1)' \
+        'n = e / norm(e, dim=-1, keepdim=true)'
+    peaks_match p.yaml
+    body p.yaml 333 'y = e @ e[0:48].T' 'r = softmax(y, dim=-1)[:, 0]' 'n = cast(e, f64) / e.shape[0]'
+    peaks_match p.yaml
+    peaks_match p.yaml --threads 1
+}
+
+@test "pool blocks are reused from block to block: every block after the first hits the cache" {
+    body p.yaml 100 'y = exp(e * 0.5) * 2 + 1' 'r = sum(e * e, dim=1)' \
+        'n = e / norm(e, dim=-1, keepdim=true)'
+    run_tensorrun 0 p.yaml --stats json --keep-cache
+    [ "$(stage_json blocks)" = 10 ]
+    allocs=$(stage_json alloc_count)
+    hits=$(stage_json cache_hit_count)
+    # blocks after the first take their blocks from the cache
+    [ "$hits" -ge $(( (allocs - 3) * 9 / 10 )) ]
+    run_tensorrun 0 p.yaml -v --stats none
+    [ "$(grep -c "block [0-9]* of 10 (rows" <<< "$stderr")" = 10 ]
+}
+
+@test "a value of rank 0 made from each block, written or read by a later stage, is exit 3" {
+    body p.yaml 100 'y = sum(e)' 'r = e' 'n = e'
+    run_tensorrun 3 validate p.yaml
+    [[ "$stderr" == *"output 'y' is made from each foreach block and has no dimension"* ]]
+    body p.yaml 100 'y = e.shape[0]' 'r = e' 'n = e'
+    run_tensorrun 3 p.yaml
+    [[ "$stderr" == *"output 'y'"* ]]
+    cat > later.yaml <<'EOF'
+tensorrun: 1
+inputs: {e: e.npy}
+stages:
+  - name: s
+    foreach: {over: e, size: 100}
+    do: [m = max(e)]
+  - name: t
+    do: [y = e * m]
+outputs: {y: y.npy}
+EOF
+    run_tensorrun 3 validate later.yaml
+    [[ "$stderr" == *"'m' is made from each foreach block of stage 's' and has no dimension"* ]]
+    # unsqueezed, it is joined: one maximum per block
+    sed -i 's/m = max(e)/"m = unsqueeze(max(e), 0)"/; s/y = e \* m/y = max(m)/' later.yaml
+    run_tensorrun 0 later.yaml -q
+    NPY_INPUTS=e npy_is y.npy 'e.max()'
+}
+
+@test "larger than the memory limit: 4x the limit streams through foreach, not without it" {
+    # 256 MiB of f32 through --memory-limit 64M; the normalised rows alone
+    # would need 256 MiB of pool
+    "$PY" -c '
+import numpy as np
+x = np.lib.format.open_memmap("big.npy", mode="w+", dtype=np.float32, shape=(65536, 1024))
+rng = np.random.default_rng(3)
+for i in range(0, 65536, 8192):
+    x[i:i + 8192] = rng.standard_normal((8192, 1024), dtype=np.float32)
+x.flush()'
+    cat > chunked.yaml <<'EOF'
+tensorrun: 1
+inputs: {x: big.npy}
+stages:
+  - name: s
+    foreach: {over: x, size: 4096}
+    do:
+      - n = x / norm(x, dim=-1, keepdim=true)
+      - r = sum(n * n, dim=1) + max(n, dim=1)
+outputs: {r: r.npy}
+EOF
+    sed '/foreach/d' chunked.yaml > whole.yaml
+    run_tensorrun 0 validate chunked.yaml --memory-limit 64M
+    run_tensorrun 5 validate whole.yaml --memory-limit 64M
+    [[ "$stderr" == *"stage 's'"* ]]
+    run_tensorrun 5 whole.yaml --memory-limit 64M
+    [ ! -e r.npy ]
+    run_tensorrun 0 chunked.yaml --memory-limit 64M --stats json
+    [ "$(stage_json peak_active_bytes)" -le $((64 << 20)) ]
+    "$PY" -c '
+import numpy as np
+x = np.load("big.npy", mmap_mode="r")
+want = np.empty(65536)
+for i in range(0, 65536, 8192):
+    b = x[i:i + 8192].astype(np.float64)
+    n = b / np.linalg.norm(b, axis=1, keepdims=True)
+    want[i:i + 8192] = (n * n).sum(1) + n.max(1)
+assert np.allclose(np.load("r.npy"), want, rtol=1e-5, atol=1e-6)'
+}
