@@ -471,6 +471,7 @@ static int load_inputs(struct exec *x)
             return exit_for_status(tr_last_status());
         }
         x->read_bytes += tio_file_entry(pi->file, pi->index)->nbytes;
+        pi->data_offset = tio_file_entry(pi->file, pi->index)->offset;
         /* the tensor keeps what it needs of the file (its mapping) */
         tio_close(pi->file);
         pi->file = NULL;
@@ -843,6 +844,13 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.o = o;
     x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
     x.block_stage = -1;
+    x.drop_behind = tio_readahead_default_threshold();
+    if (getenv("TENSORRUN_DROP_BEHIND") && !parse_size(getenv("TENSORRUN_DROP_BEHIND"),
+                                                       &x.drop_behind)) {
+        msg_error(NULL, "TENSORRUN_DROP_BEHIND=%s is not a size in bytes (such as 64M)",
+                  getenv("TENSORRUN_DROP_BEHIND"));
+        return EXIT_USAGE;
+    }
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;

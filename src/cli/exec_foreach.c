@@ -130,6 +130,19 @@ static int run_block(struct exec *x, size_t s, const struct stage *st,
     return status;
 }
 
+/* Read-ahead and drop-behind for over when it is a mapped input (NULL
+ * when it is not, or is not compact). */
+static struct tio_readahead *open_readahead(struct exec *x, size_t s, const struct tr_tensor *over)
+{
+    const struct value *ov = &x->prog->values[x->prog->stages[s].over];
+    const struct plan_input *pi;
+
+    if (ov->origin != ORIGIN_INPUT)
+        return NULL;
+    pi = &x->plan->inputs[ov->input];
+    return tio_readahead_open(over, pi->input->path, pi->data_offset, x->drop_behind);
+}
+
 int exec_foreach(struct exec *x, size_t s)
 {
     const struct program_stage *pst = &x->prog->stages[s];
@@ -138,6 +151,8 @@ int exec_foreach(struct exec *x, size_t s)
     size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
     int64_t size = st->foreach_size, nblocks = ps->foreach_blocks, rows;
     struct tr_tensor **wholes = NULL, *over;
+    struct tio_readahead *ra;
+    uint64_t row_bytes;
     int status = EXIT_OK;
 
     for (size_t i = pst->first; i < once_end && status == EXIT_OK; i++)
@@ -165,14 +180,22 @@ int exec_foreach(struct exec *x, size_t s)
             status = exit_for_status(tr_last_status());
         }
     }
+    ra = open_readahead(x, s, over);
+    row_bytes = rows > 0 ? tr_tensor_nbytes(over) / (uint64_t)rows : 0;
     progress_stage(x->progress, st->name, (size_t)nblocks);
     x->block_stage = (int)s;
     for (int64_t b = 0; b < nblocks && status == EXIT_OK; b++) {
         int64_t start = b * size, n = rows - start < size ? rows - start : size;
+        const char *data = tr_tensor_data(over);
         double t0 = exec_now_ms();
         x->last_block = b == nblocks - 1 && n < (rows < size ? rows : size);
         set_builtins(x, s, start, b, nblocks);
+        if (b + 1 < nblocks)
+            tio_readahead_next(ra, data + (uint64_t)(start + n) * row_bytes,
+                               (uint64_t)(rows - start - n < size ? rows - start - n : size) *
+                                   row_bytes);
         status = run_block(x, s, st, wholes, over, b, start, n);
+        tio_readahead_done(ra, data + (uint64_t)start * row_bytes, (uint64_t)n * row_bytes);
         if (status == EXIT_OK && x->o->verbosity > 0) {
             char t[32];
             msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", st->name,
@@ -181,6 +204,7 @@ int exec_foreach(struct exec *x, size_t s)
         }
         progress_step(x->progress, (size_t)b + 1);
     }
+    tio_readahead_close(ra);
     x->block_stage = -1;
     x->last_block = false;
     /* what the blocks read but did not make dies after the last one */

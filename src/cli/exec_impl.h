@@ -33,6 +33,8 @@ struct exec {
     int block_stage;              /* the stage; -1 outside the blocks */
     bool last_block;              /* the shorter last block: last_args, last_meta */
     struct tr_tensor **join_rows; /* per value: its block's rows of its joined whole */
+    uint64_t drop_behind;         /* a mapped input cut into blocks past this many bytes
+                                     is dropped from the page cache once read */
 };
 
 double exec_now_ms(void);

@@ -37,6 +37,7 @@ struct plan_input {
     size_t index;              /* the tensor of the file */
     struct tr_value meta;
     uint64_t mapped_bytes;
+    uint64_t data_offset;      /* the file offset of its first byte, once loaded */
 };
 
 struct plan_stage {

@@ -170,6 +170,33 @@ struct tio_write_options {
     bool fsync;                       /* flush file and directory before rename */
 };
 
+/*
+ * Page-cache hints for a tensor that views a mapped input file (flag
+ * TR_FLAG_MAPPED, compact) and is read once, in order, a block of rows at
+ * a time (a foreach stage over it):
+ * - tio_readahead_next asks the kernel to read [p, p + len) ahead
+ *   (madvise MADV_WILLNEED), while the block before it computes;
+ * - when the tensor is larger than drop_above bytes (the default,
+ *   tio_readahead_default_threshold, is a quarter of the machine's RAM),
+ *   tio_readahead_done drops every whole page read up to p + len: first
+ *   from this process (MADV_DONTNEED), then from the page cache
+ *   (POSIX_FADV_DONTNEED through path, which fadvise alone would skip
+ *   while the pages are mapped), so that a file larger than RAM does not
+ *   evict everything else.  Such a tensor must not be read again.
+ * path is the file (standard input for "-"), offset the file offset of the
+ * tensor's first byte.  NULL (and every call a no-op) for a tensor that
+ * is not a compact view of a mapping.
+ */
+struct tio_readahead;
+struct tio_readahead *tio_readahead_open(const struct tr_tensor *t, const char *path,
+                                         uint64_t offset, uint64_t drop_above);
+uint64_t tio_readahead_default_threshold(void);
+/* Whether tio_readahead_done drops pages. */
+bool tio_readahead_drops(const struct tio_readahead *ra);
+void tio_readahead_next(struct tio_readahead *ra, const void *p, uint64_t len);
+void tio_readahead_done(struct tio_readahead *ra, const void *p, uint64_t len);
+void tio_readahead_close(struct tio_readahead *ra);
+
 struct tio_output;
 
 /*

@@ -271,3 +271,46 @@ for i in range(0, 65536, 8192):
     want[i:i + 8192] = (n * n).sum(1) + n.max(1)
 assert np.allclose(np.load("r.npy"), want, rtol=1e-5, atol=1e-6)'
 }
+
+# resident FILE: the bytes of FILE in the page cache (fincore, by mincore(2))
+resident() {
+    fincore --bytes --noheadings --output RES "$1" | tr -d ' '
+}
+
+@test "a mapped input is read ahead a block at a time, and dropped behind past TENSORRUN_DROP_BEHIND" {
+    [ "$(stat -f -c %T .)" != tmpfs ] || skip "the page cache of tmpfs cannot be dropped"
+    "$PY" -c '
+import os, numpy as np
+np.save("m.npy", np.random.default_rng(4).standard_normal((4096, 1024)).astype(np.float32))
+fd = os.open("m.npy", os.O_RDONLY); os.fsync(fd); os.close(fd)'
+    cat > dr.yaml <<'EOF2'
+tensorrun: 1
+inputs: {x: m.npy}
+stages:
+  - name: s
+    foreach: {over: x, size: 256}
+    do: ["r = sum(x, dim=1)"]
+outputs: {r: r.npy}
+EOF2
+    size=$(stat -c %s m.npy)
+    # the default threshold is a quarter of RAM: 16 MiB stays cached
+    cat m.npy > /dev/null
+    TR_LOG_ADVICE=$PWD/kept.log LD_PRELOAD=$TR_INJECT run_tensorrun 0 dr.yaml -q
+    [ "$(grep -c '^madvise WILLNEED' kept.log)" = 15 ]
+    ! grep -q DONTNEED kept.log
+    [ "$(resident m.npy)" -ge "$size" ]
+    # past the threshold, each block read is dropped from the process and
+    # then from the page cache: all but the page the header shares
+    TENSORRUN_DROP_BEHIND=1M TR_LOG_ADVICE=$PWD/drop.log LD_PRELOAD=$TR_INJECT \
+        run_tensorrun 0 dr.yaml -q
+    [ "$(grep -c '^madvise DONTNEED' drop.log)" = 16 ]
+    # evicted in whole 2 MiB folios: every other block, and the last
+    [ "$(grep -c '^fadvise DONTNEED' drop.log)" = 8 ]
+    [ "$(resident m.npy)" -le 4096 ]
+    "$PY" -c '
+import numpy as np
+m = np.load("m.npy")
+assert np.allclose(np.load("r.npy"), m.sum(1, dtype=np.float64), rtol=1e-5, atol=1e-4)'
+    TENSORRUN_DROP_BEHIND=lots run_tensorrun 2 dr.yaml
+    [[ "$stderr" == *"TENSORRUN_DROP_BEHIND"* ]]
+}

@@ -22,14 +22,22 @@
  *                      descriptor above 2 first cuts the file PATH to
  *                      TR_TRUNCATE_SIZE bytes (default 0): an input that
  *                      another process truncates while it is read
+ *   TR_LOG_ADVICE=PATH   appends a line to PATH for every madvise(2) with
+ *                      MADV_WILLNEED or MADV_DONTNEED ("madvise WILLNEED
+ *                      LEN") and posix_fadvise(2) with POSIX_FADV_DONTNEED
+ *                      ("fadvise DONTNEED OFFSET LEN"), then makes the call
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -175,4 +183,62 @@ int access(const char *path, int mode)
         return -1;
     }
     return real(path, mode);
+}
+
+/* TR_LOG_ADVICE: one line per hint, written with the real write(2). */
+static void log_advice(const char *line)
+{
+    static ssize_t (*real_write)(int, const void *, size_t);
+    const char *path = getenv("TR_LOG_ADVICE");
+    int fd;
+
+    if (!path || !*path)
+        return;
+    if (!real_write)
+        real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    if (real_write(fd, line, strlen(line)) < 0)
+        errno = 0;
+    syscall(SYS_close, fd);
+}
+
+int madvise(void *addr, size_t len, int advice)
+{
+    static int (*real)(void *, size_t, int);
+    char line[96];
+
+    if (!real)
+        real = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
+    if (advice == MADV_WILLNEED || advice == MADV_DONTNEED) {
+        snprintf(line, sizeof line, "madvise %s %zu\n",
+                 advice == MADV_WILLNEED ? "WILLNEED" : "DONTNEED", len);
+        log_advice(line);
+    }
+    return real(addr, len, advice);
+}
+
+static int fadvise_logged(int fd, off_t offset, off_t len, int advice, const char *name)
+{
+    int (*real)(int, off_t, off_t, int) =
+        (int (*)(int, off_t, off_t, int))dlsym(RTLD_NEXT, name);
+    char line[96];
+
+    if (advice == POSIX_FADV_DONTNEED) {
+        snprintf(line, sizeof line, "fadvise DONTNEED %lld %lld\n", (long long)offset,
+                 (long long)len);
+        log_advice(line);
+    }
+    return real ? real(fd, offset, len, advice) : ENOSYS;
+}
+
+int posix_fadvise(int fd, off_t offset, off_t len, int advice)
+{
+    return fadvise_logged(fd, offset, len, advice, "posix_fadvise");
+}
+
+int posix_fadvise64(int fd, off_t offset, off_t len, int advice)
+{
+    return fadvise_logged(fd, offset, len, advice, "posix_fadvise64");
 }
