@@ -149,7 +149,7 @@ int exec_foreach(struct exec *x, size_t s)
     const struct plan_stage *ps = &x->plan->stages[s];
     const struct stage *st = ps->stage;
     size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
-    int64_t size = st->foreach_size, nblocks = ps->foreach_blocks, rows;
+    int64_t size = ps->foreach_rows, nblocks = ps->foreach_blocks, rows;
     struct tr_tensor **wholes = NULL, *over;
     struct tio_readahead *ra;
     uint64_t row_bytes;

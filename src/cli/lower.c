@@ -807,6 +807,21 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
     }
 }
 
+/* The rows of a block of bytes (foreach's size: 64M) of a tensor like t:
+ * as many whole rows as fit, at least one. */
+static int64_t rows_in_bytes(const struct tr_value *t, uint64_t bytes)
+{
+    uint64_t row = tr_dtype_size(t->dtype);
+
+    for (int d = 1; d < t->ndim; d++) {
+        if (t->shape[d] == 0)
+            return INT64_MAX; /* rows of nothing: one block */
+        row = row > UINT64_MAX / (uint64_t)t->shape[d] ? UINT64_MAX : row * (uint64_t)t->shape[d];
+    }
+    bytes /= row;
+    return bytes == 0 ? 1 : bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
+}
+
 /* The last block's typing (its errors in last_d) against the full
  * blocks' (the stage's statements typed without error): an error of its
  * own is the pipeline's, with the block's length, and its instructions
@@ -858,7 +873,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues);
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
-    int64_t rows, blocks, last, joined;
+    int64_t rows, blocks, last, joined, size;
     size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors;
     uint32_t over_id, block_id, first_value;
     struct diag_list last_d;
@@ -880,19 +895,21 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
         return;
     }
     rows = over->meta.shape[0];
-    blocks = rows / s->foreach_size + (rows % s->foreach_size != 0); /* rows + size overflows */
-    last = rows - (blocks > 0 ? (blocks - 1) * s->foreach_size : 0);
+    size = s->foreach_size ? s->foreach_size : rows_in_bytes(&over->meta, s->foreach_bytes);
+    ps->foreach_rows = size;
+    blocks = rows / size + (rows % size != 0); /* rows + size overflows */
+    last = rows - (blocks > 0 ? (blocks - 1) * size : 0);
     ps->foreach_blocks = blocks;
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
-    lower_statements(plan, index, d, rows < s->foreach_size ? rows : s->foreach_size);
+    lower_statements(plan, index, d, rows < size ? rows : size);
     full_end = plan->nvalues;
     ninstrs = prog->ninstrs;
     nvalues = prog->nvalues;
     over_id = prog->stages[index].over;
     block_id = prog->stages[index].block;
-    if (blocks < 2 || last == s->foreach_size)
+    if (blocks < 2 || last == size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {
         diag_init(&last_d, d->path, NULL, 0);

@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 /* A pipeline file is text a person wrote; anything larger is a mistake
  * (a tensor file named by accident, /dev/zero). */
 #define PIPELINE_MAX_BYTES ((size_t)64 << 20)
@@ -989,6 +991,35 @@ static void parse_keep(struct ctx *c, struct stage *st, const struct ynode *v)
     }
 }
 
+/* foreach's size: rows (an integer), or bytes a block (a size with its
+ * unit: 64M, 1GiB, 500MB, 4096B) */
+static bool parse_block_size(struct ctx *c, const struct ynode *n, struct stage *st)
+{
+    int64_t rows;
+    uint64_t bytes;
+    size_t len = n->kind == YNODE_SCALAR ? strlen(n->value) : 0;
+
+    if (n->kind == YNODE_SCALAR && n->plain && len == n->length && len > 0 &&
+        ((n->value[len - 1] >= 'A' && n->value[len - 1] <= 'Z') ||
+         (n->value[len - 1] >= 'a' && n->value[len - 1] <= 'z'))) {
+        if (!parse_size(n->value, &bytes)) {
+            expected(c, n, "rows (an integer) or bytes a block (such as 64M)", "size", NULL);
+            return false;
+        }
+        if (bytes == 0) {
+            diag_error(c->d, n->line, n->col, NULL, "'size' must be at least one byte, not %s",
+                       n->value);
+            return false;
+        }
+        st->foreach_bytes = bytes;
+        return true;
+    }
+    if (!get_int(c, n, "size", 1, INT64_MAX, &rows))
+        return false;
+    st->foreach_size = rows;
+    return true;
+}
+
 static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v)
 {
     const struct ynode *over = NULL, *size = NULL;
@@ -1017,7 +1048,7 @@ static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v
             }
         } else if (key_is(k, "size")) {
             size = n;
-            if (!get_int(c, n, "size", 1, INT64_MAX, &st->foreach_size))
+            if (!parse_block_size(c, n, st))
                 ok = false;
         }
     }

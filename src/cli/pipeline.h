@@ -53,7 +53,8 @@ struct stage {
     bool has_foreach;
     char *foreach_over;
     int foreach_line, foreach_col;
-    int64_t foreach_size;
+    int64_t foreach_size;   /* rows a block, or 0 when given in bytes */
+    uint64_t foreach_bytes; /* size: in bytes (64M), turned into rows of over */
 };
 
 struct output {

@@ -47,6 +47,7 @@ struct plan_stage {
     const char **live;             /* names that outlive it (kept and needed later) */
     size_t nlive;
     int64_t foreach_blocks;        /* 0 unless a foreach stage */
+    int64_t foreach_rows;          /* its rows a block (size:, or its bytes in rows) */
 };
 
 struct plan {

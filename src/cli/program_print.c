@@ -344,7 +344,7 @@ void program_print(const struct plan *plan, FILE *out)
                 tr_device_format(ps->device, dev, sizeof dev));
         if (ps->stage->has_foreach)
             fprintf(out, ", foreach %s by %lld rows (%lld block%s)", ps->stage->foreach_over,
-                    (long long)ps->stage->foreach_size, (long long)ps->foreach_blocks,
+                    (long long)ps->foreach_rows, (long long)ps->foreach_blocks,
                     ps->foreach_blocks == 1 ? "" : "s");
         fprintf(out, ":\n");
         if (pst->over != VALUE_NONE)
@@ -643,7 +643,7 @@ void program_print_json(const struct plan *plan, FILE *out)
         }
         if (ps->stage->has_foreach) {
             json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));
-            json_object_set_new(o, "foreach_size", json_integer(ps->stage->foreach_size));
+            json_object_set_new(o, "foreach_size", json_integer(ps->foreach_rows));
             json_object_set_new(o, "foreach_blocks", json_integer(ps->foreach_blocks));
             json_object_set_new(o, "joins", json_joins(prog, s));
         }

@@ -314,3 +314,24 @@ assert np.allclose(np.load("r.npy"), m.sum(1, dtype=np.float64), rtol=1e-5, atol
     TENSORRUN_DROP_BEHIND=lots run_tensorrun 2 dr.yaml
     [[ "$stderr" == *"TENSORRUN_DROP_BEHIND"* ]]
 }
+
+@test "size: in bytes is whole rows of the input a block, at least one" {
+    # a row of e is 48 f32, 192 bytes: 19200 bytes are 100 rows, 100 bytes one
+    search_pipeline e.npy 19200B
+    run_tensorrun 0 validate search.yaml
+    [[ "$output" == *"foreach emb by 100 rows (10 blocks)"* ]]
+    run_tensorrun 0 search.yaml -q
+    search_is_numpys
+    search_pipeline e.npy 1K
+    run_tensorrun 0 validate search.yaml
+    [[ "$output" == *"foreach emb by 5 rows (200 blocks)"* ]]
+    search_pipeline e.npy 100B
+    run_tensorrun 3 validate search.yaml
+    [[ "$stderr" == *"k = 5 is out of range for dimension 0 of size 1"* ]]
+    search_pipeline e.npy 12Q
+    run_tensorrun 3 validate search.yaml
+    [[ "$stderr" == *"rows (an integer) or bytes a block (such as 64M)"* ]]
+    search_pipeline e.npy 0K
+    run_tensorrun 3 validate search.yaml
+    [[ "$stderr" == *"'size' must be at least one byte"* ]]
+}

@@ -101,7 +101,8 @@ static void check_complete(const struct pipeline *p)
                   st->statements[j]->value);
         for (size_t j = 0; j < st->nkeep; j++)
             check(st->keep[j].name != NULL);
-        check(!st->has_foreach || (st->foreach_over && st->foreach_size > 0));
+        check(!st->has_foreach ||
+              (st->foreach_over && (st->foreach_size > 0) != (st->foreach_bytes > 0)));
     }
     for (size_t i = 0; i < p->noutputs; i++) {
         const struct output *o = &p->outputs[i];
