@@ -917,7 +917,8 @@ static void test_types(void)
     has_error(4, 9, "expected a mapping for 'params', found a sequence", "a mapping");
     has_error(5, 9, "expected a mapping for 'inputs', found 'x.npy'", "inputs as a string");
     has_error(9, 17, "expected true or false for 'keep_cache', found '1'", "true or false");
-    has_error(10, 30, "expected an integer for 'size', found 'big'", "an integer");
+    has_error(10, 30, "expected rows (an integer) or bytes a block (such as 64M) for 'size', found 'big'",
+              "an integer");
     has_error(11, 23, "expected a string for 'matmul_precision', found a sequence",
               "a word");
     has_error(12, 10, "expected a mapping for 'outputs', found a sequence", "outputs");
