@@ -182,7 +182,7 @@ int exec_foreach(struct exec *x, size_t s)
     }
     ra = open_readahead(x, s, over);
     row_bytes = rows > 0 ? tr_tensor_nbytes(over) / (uint64_t)rows : 0;
-    progress_stage(x->progress, st->name, (size_t)nblocks);
+    progress_blocks(x->progress, st->name, (size_t)nblocks, tr_tensor_nbytes(over));
     x->block_stage = (int)s;
     for (int64_t b = 0; b < nblocks && status == EXIT_OK; b++) {
         int64_t start = b * size, n = rows - start < size ? rows - start : size;
@@ -202,7 +202,7 @@ int exec_foreach(struct exec *x, size_t s)
                      (long long)b + 1, (long long)nblocks, (long long)start,
                      (long long)(start + n), report_format_time(exec_now_ms() - t0, t, sizeof t));
         }
-        progress_step(x->progress, (size_t)b + 1);
+        progress_block(x->progress, (size_t)b + 1, (uint64_t)(start + n) * row_bytes);
     }
     tio_readahead_close(ra);
     x->block_stage = -1;

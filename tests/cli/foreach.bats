@@ -335,3 +335,24 @@ assert np.allclose(np.load("r.npy"), m.sum(1, dtype=np.float64), rtol=1e-5, atol
     run_tensorrun 3 validate search.yaml
     [[ "$stderr" == *"'size' must be at least one byte"* ]]
 }
+
+@test "the progress of a foreach stage: blocks, bytes, rate and time left; a bar on a terminal" {
+    "$PY" -c 'import numpy as np; np.save("m.npy", np.ones((12288, 512), np.float32))'
+    cat > slow.yaml <<'EOF2'
+tensorrun: 1
+inputs: {x: m.npy}
+stages:
+  - name: slow
+    foreach: {over: x, size: 256}
+    do:
+      - w = randn([512, 2048], seed=1)
+      - y = relu(x @ w) @ w.T
+      - r = sum(y, dim=1)
+outputs: {r: r.npy}
+EOF2
+    TENSORRUN_PROGRESS_INTERVAL=0.2 run_tensorrun 0 slow.yaml --progress --stats none --threads 1
+    grep -q '^slow: block [0-9]* of 48, [0-9.]* [KM]iB of 24.0 MiB, [0-9.]* [KM]iB/s, .* left$' <<< "$stderr"
+    command -v script > /dev/null || skip "script(1) is not installed"
+    script -qfc "$TENSORRUN slow.yaml --stats none --threads 1" /dev/null > tty
+    grep -aq $'\r\033\\[Kslow: \\[[#.]*\\] block [0-9]* of 48' tty
+}

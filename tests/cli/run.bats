@@ -568,17 +568,26 @@ outputs: {y: y.npy, z: z.npy}'
     no_temporaries
 }
 
-@test "--progress: once a stage has run a second, a line names it and its statement" {
+@test "--progress: a line names the stage and its statement; not on a terminal, a plain line now and then" {
     long_pipeline
-    "$TENSORRUN" p.yaml --progress --stats none --threads 1 2> forced & forced=$!
+    # stderr is not a terminal: a plain line every TENSORRUN_PROGRESS_INTERVAL
+    # seconds (10 unless set), never redrawn
+    TENSORRUN_PROGRESS_INTERVAL=0.5 "$TENSORRUN" p.yaml --progress --stats none --threads 1 \
+        2> forced & forced=$!
     "$TENSORRUN" p.yaml --stats none --threads 1 2> auto & auto=$!
     sleep 1.6
     kill -INT $forced $auto
     wait $forced || true
     wait $auto || true
-    grep -aq 'long: statement [0-9]* of 13, 1\.[0-9] s' forced
-    # stderr is not a terminal: no progress line unless asked for
+    [ "$(grep -ac '^long: statement [0-9]* of 13, [0-9.]* s$' forced)" -ge 2 ]
+    ! grep -aq $'\r' forced
+    # no progress line unless asked for
     ! grep -aq 'statement' auto
+    # on a terminal, the line is redrawn once the stage has run a second
+    command -v script > /dev/null || skip "script(1) is not installed"
+    script -qfc "timeout -s INT 1.6 $TENSORRUN p.yaml --stats none --threads 1" /dev/null \
+        > tty || true
+    grep -aq $'\r\033\[Klong: statement [0-9]* of 13, 1\.[0-9] s' tty
 }
 
 @test "SIGTERM has the same effect as SIGINT" {
