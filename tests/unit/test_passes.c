@@ -12,6 +12,7 @@
 
 #include "foreach.h"
 #include "fuse.h"
+#include "last_block.h"
 #include "liveness.h"
 #include "memory.h"
 #include "place.h"
@@ -532,6 +533,110 @@ static void test_memory_writes(void)
     length = 8;
 }
 
+/* A foreach stage over a 1024-value input in blocks of 256: y = b * 2 and
+ * z = u + y are kept for stage 1 (joined in the pool, each block computed
+ * into its rows), t = b + 1 and u = t * 3 live within a block (u over t);
+ * w = c * 0.5, made once, is read by every block.  Worked out by hand: w
+ * is 1024 bytes, the wholes of y and z 4096 each from the blocks' start,
+ * t a block of 1024, so the stage peaks at 10240 and hands 8192 on;
+ * stage 1 reads y and z whole. */
+static void test_foreach_memory(void)
+{
+    struct program *prog = program_new(2, 0);
+    struct value block = {.origin = ORIGIN_BUILTIN, .name = "x", .stage = 0, .depends = true};
+    uint32_t x, c, w, b, y, t, u, z, q;
+
+    length = 1024;
+    x = input(prog, "x");
+    length = 256;
+    c = input(prog, "c");
+    block.meta = tensor(256);
+    b = program_add_value(prog, &block);
+    prog->stages[0].over = x;
+    prog->stages[0].block = b;
+    prog->stages[0].kept = program_alloc(prog, 2 * sizeof(uint32_t));
+    w = binary(prog, 0, TR_OP_MUL, val(c), num(0.5), "w"); /* once */
+    y = binary(prog, 0, TR_OP_MUL, val(b), num(2), "y");
+    t = binary(prog, 0, TR_OP_ADD, val(b), val(w), "t");
+    u = binary(prog, 0, TR_OP_MUL, val(t), num(3), "u");
+    z = binary(prog, 0, TR_OP_ADD, val(u), val(y), "z");
+    prog->stages[0].kept[0] = y;
+    prog->stages[0].kept[1] = z;
+    prog->stages[0].nkept = 2;
+    for (uint32_t v = y; v <= z; v++) {
+        prog->values[v].depends = true;
+        prog->values[v].joined = true;
+        prog->values[v].joined_meta = tensor(1024);
+    }
+    length = 1024;
+    q = binary(prog, 1, TR_OP_SUB, val(y), val(z), "q");
+    ok(foreach_run(prog), "foreach runs");
+    ok(liveness_run(prog), "liveness runs");
+    ok(liveness_block_local(prog, 0, t) && liveness_block_local(prog, 0, b) &&
+           !liveness_block_local(prog, 0, w) && !liveness_block_local(prog, 0, x),
+       "t and the block are made by every block, w and x are not");
+    ok(dies_after(prog, prog->values[z].def, w) && !dies_after(prog, prog->values[t].def, w),
+       "w, read by t's instruction, lives to the blocks' last instruction");
+    ok(dies_after(prog, prog->values[u].def, t), "t dies where u reads it, in each block");
+    place_run(prog);
+    ok(memory_run(prog, 1), "memory runs");
+    ok(prog->instrs[prog->values[y].def].into_join && prog->instrs[prog->values[z].def].into_join,
+       "y and z are computed into their rows of the wholes");
+    ok(!prog->instrs[prog->values[t].def].into_join, "t, not joined, is not");
+    is_int(prog->instrs[prog->values[u].def].in_place, 0, "u over t");
+    is_int(prog->values[w].block_bytes, 1024, "w is made once: 256 values");
+    is_int(peak(prog, 0), 1024 + 4096 + 4096 + 1024, "the stage peaks at w, the wholes and t");
+    is_int(prog->stages[0].memory[0].peak_at, prog->values[t].def, "reached at t");
+    is_int(prog->stages[0].memory[0].end_bytes, 8192, "and hands on the two wholes");
+    is_int(prog->stages[1].memory[0].start_bytes, 8192, "which the next stage starts with");
+    is_int(peak(prog, 1), 8192 + 4096, "and reads whole: q is 1024 values too");
+    is_int(prog->values[q].block_bytes, 4096, "q's own block");
+    program_free(prog);
+    length = 8;
+}
+
+/* Two typings of one foreach body, a full block of 8 and a last block of
+ * 3: y = b * 8 (the block's length) and s = sum(y).  They pair: y's
+ * constant and shape differ; a body of another op does not pair. */
+static void test_last_block(void)
+{
+    struct program *prog = program_new(1, 0);
+    struct value block = {.origin = ORIGIN_BUILTIN, .name = "x", .stage = 0, .depends = true};
+    uint32_t x, b, y, b3, y3;
+
+    x = input(prog, "x");
+    block.meta = tensor(8);
+    b = program_add_value(prog, &block);
+    y = binary(prog, 0, TR_OP_MUL, val(b), num(8), "y");
+    sum_of(prog, 0, y);
+    length = 3;
+    block.meta = tensor(3);
+    b3 = program_add_value(prog, &block);
+    y3 = binary(prog, 0, TR_OP_MUL, val(b3), num(3), "y");
+    sum_of(prog, 0, y3);
+    length = 8;
+    ok(last_block_pair(prog, 0, 2, 4, b, b3, (uint32_t)prog->nvalues) == LAST_BLOCK_PAIRED,
+       "the typings pair");
+    ok(prog->instrs[0].last_args && prog->instrs[0].last_args[0].value == b &&
+           prog->instrs[0].last_args[1].meta.number == 3,
+       "y's last block multiplies the block by 3, in the full block's ids");
+    ok(!prog->instrs[1].last_args, "the sum's operands are the same");
+    ok(prog->values[b].has_last && prog->values[b].last_meta.shape[0] == 3 &&
+           prog->values[y].has_last && prog->values[y].last_meta.shape[0] == 3,
+       "the block and y are 3 long in the last block");
+    ok(!prog->values[x].has_last && !prog->values[y + 1].has_last,
+       "the input and the sum (f32[]) are the same in both");
+    prog->instrs[2].op = tr_op_get(TR_OP_ADD);
+    prog->instrs[0].last_args = NULL;
+    prog->values[b].has_last = false;
+    ok(last_block_pair(prog, 0, 2, 4, b, b3, (uint32_t)prog->nvalues) == LAST_BLOCK_DIFFERENT,
+       "another op in the last block does not pair");
+    ok(!prog->instrs[0].last_args && !prog->values[b].has_last, "and nothing is recorded");
+    ok(last_block_pair(prog, 0, 2, 3, b, b3, (uint32_t)prog->nvalues) == LAST_BLOCK_DIFFERENT,
+       "nor does a different count");
+    program_free(prog);
+}
+
 int main(void)
 {
     test_fuse_chain();
@@ -545,5 +650,7 @@ int main(void)
     test_copies();
     test_memory_roots();
     test_memory_writes();
+    test_foreach_memory();
+    test_last_block();
     return done_testing();
 }
