@@ -463,6 +463,11 @@ static int load_inputs(struct exec *x)
         if (pv->origin != ORIGIN_INPUT)
             continue;
         pi = &x->plan->inputs[pv->input];
+        if (pv->streamed) {
+            /* its foreach stage reads it a block at a time from the file */
+            x->read_bytes += tio_file_entry(pi->file, pi->index)->nbytes;
+            continue;
+        }
         x->tensors[v] = tio_file_load(pi->file, pi->index);
         if (check_inputs_unchanged() != EXIT_OK)
             return EXIT_IO;

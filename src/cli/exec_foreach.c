@@ -89,9 +89,10 @@ static void end_block(struct exec *x, size_t s)
     }
 }
 
-/* Runs block b: rows [start, start + n) of over. */
+/* Runs block b: rows [start, start + n) of src (over itself, or the
+ * block read from a stream into its buffer). */
 static int run_block(struct exec *x, size_t s, const struct stage *st,
-                     struct tr_tensor *const *wholes, const struct tr_tensor *over, int64_t b,
+                     struct tr_tensor *const *wholes, const struct tr_tensor *src, int64_t b,
                      int64_t start, int64_t n)
 {
     const struct program_stage *pst = &x->prog->stages[s];
@@ -103,7 +104,7 @@ static int run_block(struct exec *x, size_t s, const struct stage *st,
         msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
         return exit_for_status(tr_last_status());
     }
-    x->tensors[pst->block] = rows_of(over, start, n);
+    x->tensors[pst->block] = rows_of(src, start, n);
     for (size_t v = 0; v < x->prog->nvalues && x->tensors[pst->block]; v++) {
         /* a block's part of a joined value has the rows its typing says
          * (k of a topk, twice the block's of a reshape), at b times the
@@ -137,76 +138,148 @@ static struct tio_readahead *open_readahead(struct exec *x, size_t s, const stru
     const struct value *ov = &x->prog->values[x->prog->stages[s].over];
     const struct plan_input *pi;
 
-    if (ov->origin != ORIGIN_INPUT)
+    if (ov->origin != ORIGIN_INPUT || !over)
         return NULL;
     pi = &x->plan->inputs[ov->input];
     return tio_readahead_open(over, pi->input->path, pi->data_offset, x->drop_behind);
+}
+
+/* What the blocks are cut from, for the whole loop. */
+struct blocks {
+    const struct stage *st;
+    struct tr_tensor *over;       /* the value cut, or NULL for a stream */
+    struct plan_input *stream;    /* an input read a block at a time (value.streamed) */
+    struct tr_tensor *buffer;     /* its block's pool memory */
+    struct tio_readahead *ra;     /* hints for a mapped over */
+    int64_t rows, size, nblocks;
+    uint64_t row_bytes;
+};
+
+/* The joined wholes, then a stream's buffer (in the memory pass's order),
+ * and the hints. */
+static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, struct blocks *bl)
+{
+    const struct value *ov = &x->prog->values[x->prog->stages[s].over];
+    struct tr_value m = ov->meta;
+
+    bl->rows = m.shape[0];
+    bl->row_bytes = tr_dtype_size(m.dtype);
+    for (int d = 1; d < m.ndim; d++)
+        bl->row_bytes *= (uint64_t)m.shape[d];
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        const struct value *pv = &x->prog->values[v];
+        if (pv->stage != (int)s || (pv->join != JOIN_POOL && pv->join != JOIN_FILE))
+            continue;
+        wholes[v] = make_whole(x, pv);
+        if (!wholes[v])
+            goto failed;
+    }
+    if (ov->streamed) {
+        bl->stream = &x->plan->inputs[ov->input];
+        m.shape[0] = bl->rows < bl->size ? bl->rows : bl->size;
+        bl->buffer = tr_empty(m.dtype, m.ndim, m.shape, TR_CPU);
+        if (!bl->buffer)
+            goto failed;
+    }
+    bl->ra = open_readahead(x, s, bl->over);
+    return EXIT_OK;
+failed:
+    msg_error(NULL, "stage '%s': %s", bl->st->name, tr_last_error());
+    return exit_for_status(tr_last_status());
+}
+
+/* Block b, rows [start, start + n): read from its stream, or hinted. */
+static int fetch_block(struct blocks *bl, int64_t b, int64_t start, int64_t n)
+{
+    const char *data = bl->over ? tr_tensor_data(bl->over) : NULL;
+    int64_t after = bl->rows - start - n;
+
+    if (bl->stream) {
+        if (tio_file_read_next(bl->stream->file, bl->stream->index,
+                               tr_tensor_data_mut(bl->buffer),
+                               (uint64_t)n * bl->row_bytes) == TR_OK)
+            return EXIT_OK;
+        msg_error(bl->stream->input->path, "input '%s': %s", bl->stream->input->name,
+                  tr_last_error());
+        return exit_for_status(tr_last_status());
+    }
+    if (bl->ra && b + 1 < bl->nblocks)
+        tio_readahead_next(bl->ra, data + (uint64_t)(start + n) * bl->row_bytes,
+                           (uint64_t)(after < bl->size ? after : bl->size) * bl->row_bytes);
+    return EXIT_OK;
+}
+
+/* After the last block: a stream read to its end and checked. */
+static int end_blocks(struct blocks *bl, int status)
+{
+    tio_readahead_close(bl->ra);
+    tr_release(bl->buffer);
+    if (status != EXIT_OK || !bl->stream || tio_file_finish(bl->stream->file) == TR_OK)
+        return status;
+    msg_error(bl->stream->input->path, "input '%s': %s", bl->stream->input->name,
+              tr_last_error());
+    return exit_for_status(tr_last_status());
 }
 
 int exec_foreach(struct exec *x, size_t s)
 {
     const struct program_stage *pst = &x->prog->stages[s];
     const struct plan_stage *ps = &x->plan->stages[s];
-    const struct stage *st = ps->stage;
     size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
-    int64_t size = ps->foreach_rows, nblocks = ps->foreach_blocks, rows;
-    struct tr_tensor **wholes = NULL, *over;
-    struct tio_readahead *ra;
-    uint64_t row_bytes;
+    struct blocks bl = {.st = ps->stage, .size = ps->foreach_rows, .nblocks = ps->foreach_blocks};
+    struct tr_tensor **wholes;
     int status = EXIT_OK;
 
     for (size_t i = pst->first; i < once_end && status == EXIT_OK; i++)
-        status = exec_instr(x, st, i);
+        status = exec_instr(x, bl.st, i);
     if (status != EXIT_OK)
         return status;
-    over = x->tensors[pst->over];
+    bl.over = x->tensors[pst->over];
     wholes = calloc(x->prog->nvalues + 1, sizeof *wholes);
     x->join_rows = calloc(x->prog->nvalues + 1, sizeof *x->join_rows);
-    if (!wholes || !x->join_rows || !over) {
+    if (!wholes || !x->join_rows) {
         free(wholes);
         free(x->join_rows);
         x->join_rows = NULL;
-        msg_error(NULL, "stage '%s': out of memory", st->name);
+        msg_error(NULL, "stage '%s': out of memory", bl.st->name);
         return EXIT_OOM;
     }
-    rows = tr_tensor_shape(over)[0];
-    for (size_t v = 0; v < x->prog->nvalues && status == EXIT_OK; v++) {
-        const struct value *pv = &x->prog->values[v];
-        if (pv->stage != (int)s || (pv->join != JOIN_POOL && pv->join != JOIN_FILE))
-            continue;
-        wholes[v] = make_whole(x, pv);
-        if (!wholes[v]) {
-            msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
-            status = exit_for_status(tr_last_status());
-        }
-    }
-    ra = open_readahead(x, s, over);
-    row_bytes = rows > 0 ? tr_tensor_nbytes(over) / (uint64_t)rows : 0;
-    progress_blocks(x->progress, st->name, (size_t)nblocks, tr_tensor_nbytes(over));
+    status = begin_blocks(x, s, wholes, &bl);
+    progress_blocks(x->progress, bl.st->name, (size_t)bl.nblocks,
+                    (uint64_t)bl.rows * bl.row_bytes);
     x->block_stage = (int)s;
-    for (int64_t b = 0; b < nblocks && status == EXIT_OK; b++) {
-        int64_t start = b * size, n = rows - start < size ? rows - start : size;
-        const char *data = tr_tensor_data(over);
+    for (int64_t b = 0; b < bl.nblocks && status == EXIT_OK; b++) {
+        int64_t start = b * bl.size, n = bl.rows - start < bl.size ? bl.rows - start : bl.size;
         double t0 = exec_now_ms();
-        x->last_block = b == nblocks - 1 && n < (rows < size ? rows : size);
-        set_builtins(x, s, start, b, nblocks);
-        if (b + 1 < nblocks)
-            tio_readahead_next(ra, data + (uint64_t)(start + n) * row_bytes,
-                               (uint64_t)(rows - start - n < size ? rows - start - n : size) *
-                                   row_bytes);
-        status = run_block(x, s, st, wholes, over, b, start, n);
-        tio_readahead_done(ra, data + (uint64_t)start * row_bytes, (uint64_t)n * row_bytes);
+        x->last_block = b == bl.nblocks - 1 && n < (bl.rows < bl.size ? bl.rows : bl.size);
+        set_builtins(x, s, start, b, bl.nblocks);
+        status = fetch_block(&bl, b, start, n);
+        if (status == EXIT_OK)
+            status = run_block(x, s, bl.st, wholes, bl.stream ? bl.buffer : bl.over, b,
+                               bl.stream ? 0 : start, n);
+        if (bl.over)
+            tio_readahead_done(bl.ra, (const char *)tr_tensor_data(bl.over) +
+                                          (uint64_t)start * bl.row_bytes,
+                               (uint64_t)n * bl.row_bytes);
         if (status == EXIT_OK && x->o->verbosity > 0) {
             char t[32];
-            msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", st->name,
-                     (long long)b + 1, (long long)nblocks, (long long)start,
+            msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", bl.st->name,
+                     (long long)b + 1, (long long)bl.nblocks, (long long)start,
                      (long long)(start + n), report_format_time(exec_now_ms() - t0, t, sizeof t));
         }
-        progress_block(x->progress, (size_t)b + 1, (uint64_t)(start + n) * row_bytes);
+        progress_block(x->progress, (size_t)b + 1, (uint64_t)(start + n) * bl.row_bytes);
     }
-    tio_readahead_close(ra);
+    status = end_blocks(&bl, status);
     x->block_stage = -1;
     x->last_block = false;
+    /* each joined value is its whole now; the block itself, all of over */
+    for (size_t v = 0; v < x->prog->nvalues; v++) {
+        const struct value *pv = &x->prog->values[v];
+        if (wholes[v])
+            x->tensors[v] = wholes[v];
+        else if (pv->stage == (int)s && pv->join == JOIN_OVER && status == EXIT_OK && bl.over)
+            x->tensors[v] = tr_index_view(bl.over, NULL, 0);
+    }
     /* what the blocks read but did not make dies after the last one */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &x->prog->instrs[i];
@@ -217,17 +290,10 @@ int exec_foreach(struct exec *x, size_t s)
             x->tensors[in->dies[k]] = NULL;
         }
     }
-    for (size_t v = 0; v < x->prog->nvalues; v++) {
-        const struct value *pv = &x->prog->values[v];
-        if (wholes[v])
-            x->tensors[v] = wholes[v];
-        else if (pv->stage == (int)s && pv->join == JOIN_OVER && status == EXIT_OK)
-            x->tensors[v] = tr_index_view(over, NULL, 0);
-    }
     free(wholes);
     free(x->join_rows);
     x->join_rows = NULL;
     for (size_t i = blocks_end; i < pst->first + pst->count && status == EXIT_OK; i++)
-        status = exec_instr(x, st, i);
+        status = exec_instr(x, bl.st, i);
     return status;
 }

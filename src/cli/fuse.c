@@ -33,12 +33,16 @@ static void count_read(uint32_t value, void *ctx)
     c->reader[value] = c->at;
 }
 
-/* The descriptions of in's arguments; false for a list (never fused). */
+/* The descriptions of in's arguments; false for a list, or a value joined
+ * from an earlier foreach stage's blocks (whose description is a block's),
+ * which are never fused. */
 static bool arg_metas(const struct program *prog, const struct instr *in, struct tr_value *metas)
 {
     for (int i = 0; i < in->nargs; i++) {
         const struct operand *o = &in->args[i];
-        if (o->kind == OPERAND_LIST)
+        if (o->kind == OPERAND_LIST ||
+            (o->kind == OPERAND_VALUE && prog->values[o->value].joined &&
+             prog->values[o->value].stage != in->stage))
             return false;
         metas[i] = o->kind == OPERAND_VALUE ? prog->values[o->value].meta : o->meta;
     }

@@ -188,7 +188,12 @@ static struct result eval_name(struct eval *ev, const struct expr *e)
         r.depends = v->depends_on_block && v->stage == ev->stage;
         return r;
     }
-    return value_result(ev->prog, v->value, v->depends_on_block && v->stage == ev->stage);
+    if (v->depends_on_block && v->stage != ev->stage) {
+        struct result r = value_result(ev->prog, v->value, false);
+        r.o.meta = v->meta; /* the blocks' joined whole */
+        return r;
+    }
+    return value_result(ev->prog, v->value, v->depends_on_block);
 }
 
 static struct result eval_list(struct eval *ev, const struct expr *e)

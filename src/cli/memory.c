@@ -350,7 +350,8 @@ static void replay_instr(struct replay *r, struct instr *in)
         }
     }
     for (size_t k = 0; k < in->ndies; k++)
-        release(r, in->dies[k]);
+        if (!r->in_blocks || liveness_block_local(r->prog, (size_t)in->stage, in->dies[k]))
+            release(r, in->dies[k]); /* the rest dies after the last block */
 }
 
 /* ------------------------------------------------------------ stages */
@@ -447,6 +448,29 @@ static void take_whole(struct replay *r, uint32_t v)
     reach(r, d, 0);
 }
 
+/* The pool block a stream cut into blocks is read into, a full block of
+ * it (block), taken after the wholes. */
+static size_t take_buffer(struct replay *r, const struct tr_value *block)
+{
+    uint64_t bytes = tr_dtype_size(block->dtype);
+    struct root *root;
+    size_t d = device_index(r, TR_CPU);
+
+    for (int k = 0; k < block->ndim; k++)
+        bytes = bytes > UINT64_MAX / (uint64_t)block->shape[k]
+                    ? UINT64_MAX
+                    : bytes * (uint64_t)block->shape[k];
+    if (bytes == 0)
+        return NO_ROOT;
+    root = &r->roots[r->nroots];
+    root->bytes = tr_memory_block_size(bytes);
+    root->device = d;
+    root->holders = 1;
+    r->live[d] = sat_add(r->live[d], root->bytes);
+    reach(r, d, 0);
+    return r->nroots++;
+}
+
 /*
  * A foreach stage, as exec_foreach runs it: the instructions before the
  * blocks, the joined wholes, one block (a full one: a shorter last block
@@ -459,16 +483,23 @@ static void replay_foreach(struct replay *r, size_t s)
 {
     struct program_stage *st = &r->prog->stages[s];
     size_t once_end = st->first + st->nonce, blocks_end = once_end + st->nblock;
+    size_t buffer = NO_ROOT;
 
     for (r->at = st->first; r->at < once_end && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
     for (size_t v = 0; v < r->prog->nvalues; v++)
         if (r->prog->values[v].stage == (int)s)
             take_whole(r, (uint32_t)v);
+    if (r->prog->values[st->over].streamed)
+        buffer = take_buffer(r, &r->prog->values[st->block].meta);
     r->in_blocks = true;
     for (; r->at < blocks_end && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
     r->in_blocks = false;
+    if (buffer != NO_ROOT) {
+        struct root *b = &r->roots[buffer];
+        r->live[b->device] -= b->bytes; /* after the last block */
+    }
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         if (!liveness_block_local(r->prog, s, (uint32_t)v))
             continue;
@@ -476,7 +507,16 @@ static void replay_foreach(struct replay *r, size_t s)
         if (r->whole_of[v] != NO_ROOT) {
             hold(r, (uint32_t)v, r->whole_of[v]);
             r->roots[r->whole_of[v]].holders--; /* the value's handle is the whole's */
+        } else if (r->prog->values[v].join == JOIN_OVER) {
+            hold(r, (uint32_t)v, r->root_of[st->over]); /* a view of all of over */
         }
+    }
+    /* then what the blocks read but did not make dies */
+    for (size_t i = once_end; i < blocks_end; i++) {
+        const struct instr *in = &r->prog->instrs[i];
+        for (size_t k = 0; k < in->ndies; k++)
+            if (!liveness_block_local(r->prog, s, in->dies[k]))
+                release(r, in->dies[k]);
     }
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         const struct value *pv = &r->prog->values[v];
@@ -496,8 +536,8 @@ bool memory_run(struct program *prog, int threads)
     struct replay r = {.prog = prog, .threads = threads};
     size_t cap = prog->ninstrs + prog->nstages + 2;
 
-    /* a root per value, and one per joined whole */
-    r.roots = calloc(2 * prog->nvalues + 1, sizeof *r.roots);
+    /* a root per value, one per joined whole, one per stream's buffer */
+    r.roots = calloc(2 * prog->nvalues + prog->nstages + 1, sizeof *r.roots);
     r.root_of = malloc((prog->nvalues + 1) * sizeof *r.root_of);
     r.whole_of = malloc((prog->nvalues + 1) * sizeof *r.whole_of);
     r.meta_of = malloc((prog->nvalues + 1) * sizeof *r.meta_of);

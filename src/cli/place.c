@@ -56,6 +56,8 @@ static uint32_t move(struct mover *mv, uint32_t v, struct tr_device device, uint
     if (copies[v] != VALUE_NONE)
         return copies[v];
     copy = prog->values[v];
+    if (copy.joined && copy.stage != mv->stage)
+        copy.meta = copy.joined_meta; /* a later stage moves the blocks' whole */
     copy.meta.device = device;
     copy.meta.strided = false; /* moved compact (tr_op_layout) */
     copy.origin = ORIGIN_RESULT;
@@ -75,7 +77,9 @@ static uint32_t move(struct mover *mv, uint32_t v, struct tr_device device, uint
     in->nargs = 2;
     in->args[0].kind = OPERAND_VALUE;
     in->args[0].value = v;
-    in->args[0].meta = prog->values[v].meta;
+    in->args[0].meta = prog->values[v].joined && prog->values[v].stage != mv->stage
+                           ? prog->values[v].joined_meta
+                           : prog->values[v].meta;
     in->args[1].kind = OPERAND_CONST;
     in->args[1].meta.kind = TR_VALUE_STRING;
     in->args[1].meta.known = in->args[1].meta.weak = true;

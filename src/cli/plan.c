@@ -273,16 +273,27 @@ static uint32_t binding_value(struct plan *plan, const struct plan_value *v,
     return program_add_value(plan->program, &pv);
 }
 
+/* Whether a foreach stage names input in as what it cuts into blocks
+ * (its data is then read when the program says how: plan_stream_inputs). */
+static bool cut_into_blocks(const struct pipeline *p, const struct input *in)
+{
+    for (size_t s = 0; s < p->nstages; s++)
+        if (p->stages[s].has_foreach && strcmp(p->stages[s].foreach_over, in->name) == 0)
+            return true;
+    return false;
+}
+
 /* The tensor of input i, from its file (opened into pi->file), or from
  * src when there is one; NULL after reporting why there is none. */
-static const struct tio_entry *input_entry(struct plan_input *pi, size_t i,
-                                           struct tio_entry *entry,
+static const struct tio_entry *input_entry(const struct pipeline *p, struct plan_input *pi,
+                                           size_t i, struct tio_entry *entry,
                                            const struct plan_input_source *src,
                                            struct diag_list *d, bool for_run)
 {
     const struct input *in = pi->input;
     struct tio_open_options oo = {.format = in->format, .raw = in->has_raw ? &in->raw : NULL,
-                                  .header_only = !for_run};
+                                  .header_only = !for_run,
+                                  .defer_data = for_run && cut_into_blocks(p, in)};
     ptrdiff_t which = 0;
 
     if (src) {
@@ -341,7 +352,7 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
         v->poisoned = true;
         if (!in->path)
             continue; /* the schema has reported it */
-        e = input_entry(pi, i, &entry, src, d, for_run);
+        e = input_entry(p, pi, i, &entry, src, d, for_run);
         if (!e)
             continue;
         plan->mapped_bytes += pi->mapped_bytes;
@@ -541,6 +552,83 @@ static struct tr_device stage_device(const struct pipeline *p, const struct stag
     return d;
 }
 
+static void note_read(uint32_t value, void *ctx)
+{
+    ((bool *)ctx)[value] = true;
+}
+
+/* Whether input value v is read by anything but the blocks of the one
+ * foreach stage s that cuts it (an instruction, an output, a stage's
+ * keep:, the printed values, another stage's blocks, the block itself
+ * kept or written whole). */
+static bool read_elsewhere(const struct program *prog, size_t s, uint32_t v, const bool *read)
+{
+    const struct program_stage *st = &prog->stages[s];
+
+    if (read[v] || prog->values[st->block].join == JOIN_OVER)
+        return true;
+    for (size_t o = 0; o < prog->noutputs; o++)
+        if (prog->outputs[o] == v)
+            return true;
+    for (size_t f = 0; f < prog->nfinals; f++)
+        if (prog->finals[f] == v)
+            return true;
+    for (size_t t = 0; t < prog->nstages; t++) {
+        for (size_t k = 0; k < prog->stages[t].nkept; k++)
+            if (prog->stages[t].kept[k] == v)
+                return true;
+        if (t != s && prog->stages[t].over == v)
+            return true;
+    }
+    return false;
+}
+
+/* The stream inputs (a pipe, .zst) that their foreach stage reads a block
+ * at a time into one pool block (value.streamed): what nothing else
+ * reads, of rows that are runs of the stream (tio_file_streams_rows).
+ * The other streams opened with their data deferred are read whole now,
+ * as at their opening.  false when out of memory; a stream that cannot
+ * be read is an error in d. */
+static bool stream_inputs(struct plan *plan, struct diag_list *d)
+{
+    struct program *prog = plan->program;
+    bool *read = calloc(prog->nvalues + 1, sizeof *read);
+
+    if (!read)
+        return false;
+    for (size_t i = 0; i < prog->ninstrs; i++)
+        instr_reads(&prog->instrs[i], note_read, read);
+    for (size_t s = 0; s < prog->nstages; s++) {
+        struct value *ov;
+        struct plan_input *pi;
+        if (prog->stages[s].over == VALUE_NONE)
+            continue;
+        ov = &prog->values[prog->stages[s].over];
+        if (ov->origin != ORIGIN_INPUT)
+            continue;
+        pi = &plan->inputs[ov->input];
+        if (!pi->file || !tio_file_streams_rows(pi->file, pi->index) ||
+            read_elsewhere(prog, s, prog->stages[s].over, read))
+            continue;
+        ov->streamed = true;
+        ov->stream_bytes = 0;
+        plan->inputs[ov->input].streamed = true;
+    }
+    free(read);
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        struct value *pv = &prog->values[v];
+        const struct plan_input *pi;
+        if (pv->origin != ORIGIN_INPUT || pv->streamed)
+            continue;
+        pi = &plan->inputs[pv->input];
+        if (pi->file && tio_file_read_deferred(pi->file) != TR_OK)
+            diag_error_code(d, tr_last_status() == TR_ERR_OOM ? 5 : 4, pi->input->path_line,
+                            pi->input->path_col, NULL, "input '%s': %s: %s", pi->input->name,
+                            pi->input->path, tr_last_error());
+    }
+    return true;
+}
+
 /* Names for what each stage keeps, and the bytes they hold, from the
  * liveness pass. */
 static void stage_keeps(struct plan *plan)
@@ -628,6 +716,10 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             return NULL;
         }
         place_run(plan->program);
+        if (!stream_inputs(plan, d)) {
+            plan_free(plan);
+            return NULL;
+        }
         /* the kernels' scratch depends on the run's thread count */
         tr_set_num_threads(p->threads);
         if (!memory_run(plan->program, tr_num_threads())) {

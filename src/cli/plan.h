@@ -38,6 +38,7 @@ struct plan_input {
     struct tr_value meta;
     uint64_t mapped_bytes;
     uint64_t data_offset;      /* the file offset of its first byte, once loaded */
+    bool streamed;             /* read a block at a time by its foreach stage */
 };
 
 struct plan_stage {

@@ -53,6 +53,10 @@ struct value {
      * and of the copy its load makes (tio_file_copy_bytes); 0 and 0 when
      * it is mapped and viewed in place */
     uint64_t stream_bytes, copy_bytes;
+    /* ORIGIN_INPUT: a stream (a pipe, .zst) that its foreach stage reads a
+     * block at a time into one block of the pool, and nothing else reads
+     * (then stream_bytes is 0) */
+    bool streamed;
     uint64_t block_bytes;    /* memory: the pool block it is made in (rounded); 0 when it
                                 has none of its own (a view, in place, in a file) */
     /* foreach, a value that depends on the block when the last block is

@@ -325,6 +325,8 @@ void program_print(const struct plan *plan, FILE *out)
                 in->mapped_bytes ? tr_format_bytes(in->mapped_bytes, b, sizeof b) : "");
         if (pv->stream_bytes)
             fprintf(out, ", read into the pool %s", tr_format_bytes(pv->stream_bytes, b, sizeof b));
+        if (pv->streamed)
+            fprintf(out, ", read a block at a time by its foreach stage");
         if (pv->copy_bytes)
             fprintf(out, ", copied into the pool %s", tr_format_bytes(pv->copy_bytes, b, sizeof b));
         if (pv->last_use == LIVE_UNUSED)

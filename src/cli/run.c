@@ -432,7 +432,7 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
     for (size_t i = 0; limit && i < plan->ninputs; i++) {
         const struct plan_input *pi = &plan->inputs[i];
         const struct input *in = pi->input;
-        uint64_t bytes = pi->file ? tio_file_pool_bytes(pi->file, pi->index) : 0;
+        uint64_t bytes = pi->file && !pi->streamed ? tio_file_pool_bytes(pi->file, pi->index) : 0;
         char need[16], lim[16];
         const char *why;
 

@@ -32,6 +32,12 @@ struct tio_file {
     struct tio_raw_layout raw;
     bool has_raw;
     struct tio__npz_member *members; /* .npz: one per entry */
+    /* a stream's data not read yet (tio_open_options.defer_data): its
+     * first have bytes, read with the header, the length known at open,
+     * and the stream offset tio_file_read_next delivers next */
+    bool deferred;
+    uint8_t *head;
+    uint64_t have, stream_size, pos;
 };
 
 /* ------------------------------------------------------------ headers */
@@ -277,13 +283,15 @@ static bool past_limit(uint64_t bytes)
             tr_memory_block_size(bytes) > st.limit_bytes - st.reserved_bytes);
 }
 
-static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size)
+static tr_status read_whole(struct tio_file *f);
+
+/* A stream: its header read and parsed; then its data read whole, or, with
+ * defer, left for tio_file_read_next or a later tio_file_load. */
+static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t stream_size,
+                               bool defer)
 {
     uint8_t *head = NULL;
     uint64_t have = 0, hsize = 0, need, got;
-    int64_t shape[1];
-    uint8_t *data;
-    struct tr_tensor *block = NULL;
     bool detected = f->format == TIO_FORMAT_UNKNOWN;
     tr_status s;
 
@@ -351,7 +359,31 @@ static tr_status open_streamed(struct tio_file *f, const char *path, uint64_t st
         free(head);
         return s;
     }
+    f->head = head;
+    f->have = have;
+    f->stream_size = stream_size;
+    if (defer && (f->format == TIO_FORMAT_NPY || f->format == TIO_FORMAT_RAW ||
+                  f->format == TIO_FORMAT_SAFETENSORS)) {
+        f->deferred = true;
+        return TR_OK;
+    }
+    return read_whole(f);
+}
 
+/* A stream's data after its header (f->head, f->have): one pool block of
+ * exactly what the header says it needs, filled from the stream, which is
+ * then read to its end and checked. */
+static tr_status read_whole(struct tio_file *f)
+{
+    uint8_t *head = f->head;
+    uint64_t have = f->have, stream_size = f->stream_size, need, got;
+    int64_t shape[1];
+    uint8_t *data;
+    struct tr_tensor *block = NULL;
+    tr_status s = TR_OK;
+
+    f->head = NULL;
+    f->deferred = false;
     need = data_end(f);
     shape[0] = (int64_t)need;
     block = tr_empty(TR_DTYPE_U8, 1, shape, TR_CPU);
@@ -468,7 +500,7 @@ struct tio_file *tio_open(const char *path, const struct tio_open_options *optio
         }
     }
     if (s == TR_OK)
-        s = open_streamed(f, path, stream_size);
+        s = open_streamed(f, path, stream_size, options->defer_data);
 done:
     if (s == TR_OK)
         return f;
@@ -482,6 +514,7 @@ void tio_close(struct tio_file *f)
     if (!f)
         return;
     forget_header(f);
+    free(f->head);
     tr_release(f->bytes);
     tio__source_close(&f->src);
     free(f);
@@ -674,6 +707,11 @@ struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
         tio__error(TR_ERR_STATE, "the file was opened for its header only");
         return NULL;
     }
+    if (f->deferred && (f->pos > 0 || read_whole(f) != TR_OK)) {
+        if (f->pos > 0)
+            tio__error(TR_ERR_STATE, "the stream is being read a block at a time");
+        return NULL;
+    }
     item = tr_dtype_size(e->dtype);
     base = tr_tensor_data(f->bytes);
     if (f->members && f->members[index].deflated)
@@ -697,4 +735,101 @@ struct tr_tensor *tio_file_load(struct tio_file *f, size_t index)
                          (int64_t)(e->offset - first));
     tr_release(copy);
     return view;
+}
+
+/* ------------------------------------------------------------ rows */
+
+bool tio_file_streams_rows(const struct tio_file *f, size_t index)
+{
+    const struct tio_entry *e = tio_file_entry(f, index);
+    int64_t stride = 1;
+
+    if (!e || !(f->deferred || (f->header_only && !f->mapped_bytes)) || f->pos > 0 ||
+        (f->format != TIO_FORMAT_NPY && f->format != TIO_FORMAT_RAW &&
+         f->format != TIO_FORMAT_SAFETENSORS) ||
+        !e->supported || e->byteswap || e->wide_ndim || e->ndim == 0)
+        return false;
+    for (int d = e->ndim - 1; d >= 0; d--) {
+        if (e->shape[d] != 1 && e->strides[d] != stride)
+            return false; /* Fortran order: rows are not runs of the stream */
+        stride *= e->shape[d];
+    }
+    return true;
+}
+
+/* Moves the stream on by n bytes to dst (NULL: discarded), from the bytes
+ * read with the header first. */
+static tr_status take(struct tio_file *f, uint8_t *dst, uint64_t n)
+{
+    uint8_t skip[1 << 14];
+
+    while (n > 0) {
+        uint64_t got, m;
+        if (f->pos < f->have) {
+            m = f->have - f->pos < n ? f->have - f->pos : n;
+            if (dst)
+                memcpy(dst, f->head + f->pos, (size_t)m);
+        } else {
+            m = dst ? n : n < sizeof skip ? n : sizeof skip;
+            TR_FORWARD_IF_ERROR(tio__source_read(&f->src, dst ? dst : skip, m, &got));
+            if (got < m)
+                return tio__error(TR_ERR_FORMAT, "the stream ends after %llu bytes, before "
+                                                 "the %llu its header describes",
+                                  (unsigned long long)(f->pos + got),
+                                  (unsigned long long)data_end(f));
+        }
+        f->pos += m;
+        n -= m;
+        if (dst)
+            dst += m;
+    }
+    return TR_OK;
+}
+
+tr_status tio_file_read_deferred(struct tio_file *f)
+{
+    if (!f->deferred)
+        return TR_OK;
+    if (f->pos > 0)
+        return tio__error(TR_ERR_STATE, "the stream is being read a block at a time");
+    return read_whole(f);
+}
+
+tr_status tio_file_read_next(struct tio_file *f, size_t index, void *dst, uint64_t n)
+{
+    const struct tio_entry *e = tio_file_entry(f, index);
+
+    if (!e || !f->deferred)
+        return tio__error(TR_ERR_STATE, "the stream is not read a block at a time");
+    if (f->pos < e->offset)
+        TR_FORWARD_IF_ERROR(take(f, NULL, e->offset - f->pos));
+    if (f->pos < e->offset || n > e->offset + e->nbytes - f->pos)
+        return tio__error(TR_ERR_STATE, "%llu bytes past the tensor's data",
+                          (unsigned long long)n);
+    return take(f, dst, n);
+}
+
+tr_status tio_file_finish(struct tio_file *f)
+{
+    uint64_t need = data_end(f), total, got = 0;
+
+    if (!f->deferred)
+        return TR_OK;
+    if (f->pos < need)
+        TR_FORWARD_IF_ERROR(take(f, NULL, need - f->pos));
+    /* as read_whole ends: safetensors data ends where the stream does; a
+     * zstd frame's end and checksum are read, a pipe's writer is not left
+     * blocked; a raw layout ends where it says */
+    if (f->format == TIO_FORMAT_SAFETENSORS) {
+        if (f->pos >= f->have)
+            TR_FORWARD_IF_ERROR(tio__source_read(&f->src, &(uint8_t){0}, 1, &got));
+        if (f->pos < f->have || got)
+            return tio__error(TR_ERR_FORMAT, "the stream goes on after the %llu bytes its "
+                                             "header describes",
+                              (unsigned long long)need);
+        return TR_OK;
+    }
+    if (f->format != TIO_FORMAT_RAW)
+        return tio__source_drain(&f->src, &total);
+    return TR_OK;
 }

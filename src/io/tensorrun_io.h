@@ -72,6 +72,10 @@ struct tio_open_options {
     const struct tio_raw_layout *raw;  /* required for raw files */
     bool header_only;                  /* read what describing the file needs and
                                           nothing more (no data page is touched) */
+    bool defer_data;                   /* a stream (a pipe, zstd frames) of .npy,
+                                          raw or safetensors: its data is read by
+                                          tio_file_load, or a block of rows at a
+                                          time by tio_file_read_next, not at open */
 };
 
 /* One tensor as a file's header describes it. */
@@ -152,6 +156,24 @@ bool tio_file_is_deflated(const struct tio_file *file, size_t index);
  * dtype the engine lacks; TR_ERR_FORMAT for a file opened header_only.
  */
 struct tr_tensor *tio_file_load(struct tio_file *file, size_t index);
+
+/*
+ * A stream opened with defer_data, read a block of rows at a time:
+ * tio_file_streams_rows says whether tensor index can be (a stream of
+ * .npy, raw or safetensors, opened with defer_data or for its header
+ * only, nothing read yet; the tensor supported, little-endian, in C
+ * order); tio_file_read_deferred reads the data whole now, as an open
+ * without defer_data would have (nothing for another file);
+ * tio_file_read_next copies
+ * the next n bytes of its data into dst, in order (the first call skips
+ * to its first byte), an error (TR_ERR_FORMAT) when the stream ends
+ * before them; tio_file_finish reads and checks the rest as a whole read
+ * would.  A file read so cannot be loaded whole.
+ */
+bool tio_file_streams_rows(const struct tio_file *file, size_t index);
+tr_status tio_file_read_deferred(struct tio_file *file);
+tr_status tio_file_read_next(struct tio_file *file, size_t index, void *dst, uint64_t n);
+tr_status tio_file_finish(struct tio_file *file);
 
 /* ------------------------------------------------------------ writing */
 

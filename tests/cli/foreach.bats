@@ -259,8 +259,33 @@ EOF
     [[ "$stderr" == *"stage 's'"* ]]
     run_tensorrun 5 whole.yaml --memory-limit 64M
     [ ! -e r.npy ]
+    run_tensorrun 0 chunked.yaml -q
+    cp r.npy r-mapped.npy
     run_tensorrun 0 chunked.yaml --memory-limit 64M --stats json
     [ "$(stage_json peak_active_bytes)" -le $((64 << 20)) ]
+    # measured: the process's anonymous memory (RssAnon, the mapping not
+    # counted) stays under the limit, mapped, through a pipe and from .zst,
+    # at most the pool's peak and 8 MiB (the program, its libraries' and
+    # threads' own); the stream's blocks are read one at a time
+    zstd -q -1 -T2 big.npy -o big.npy.zst
+    run_tensorrun 0 validate chunked.yaml -i x=big.npy.zst --memory-limit 64M --json
+    peak=$(printf '%s' "$output" | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak_bytes"]["cpu"])')
+    [ "$peak" -le $((40 << 20)) ]
+    run_tensorrun 5 validate whole.yaml -i x=big.npy.zst --memory-limit 64M
+    anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml --memory-limit 64M -q | cut -d' ' -f2)
+    [ "$anon" -le $(( (64 << 10) )) ]
+    for how in pipe zst zstpipe; do
+        rm r.npy
+        case $how in
+        pipe) anon=$(cat big.npy | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 64M -q) ;;
+        zst) anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=big.npy.zst --memory-limit 64M -q) ;;
+        zstpipe) anon=$(zstdcat big.npy.zst | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 64M -q) ;;
+        esac
+        anon=${anon#* }
+        [ "$anon" -le $(( (64 << 10) )) ]
+        [ "$anon" -le $(( (peak >> 10) + (8 << 10) )) ]
+        cmp r.npy r-mapped.npy
+    done
     "$PY" -c '
 import numpy as np
 x = np.load("big.npy", mmap_mode="r")
@@ -355,4 +380,32 @@ EOF2
     command -v script > /dev/null || skip "script(1) is not installed"
     script -qfc "$TENSORRUN slow.yaml --stats none --threads 1" /dev/null > tty
     grep -aq $'\r\033\\[Kslow: \\[[#.]*\\] block [0-9]* of 48' tty
+}
+
+@test "a pipe or .zst cut into blocks is read a block at a time, and read whole when something else reads it" {
+    search_pipeline e.npy 128
+    run_tensorrun 0 search.yaml -q
+    mv ids.npy ids-mapped.npy
+    zstd -q e.npy -o e.npy.zst
+    run_tensorrun 0 validate search.yaml -i emb=e.npy.zst
+    [[ "$output" == *"e.npy.zst, read a block at a time by its foreach stage"* ]]
+    run_tensorrun 0 search.yaml -i emb=e.npy.zst -q
+    cmp ids.npy ids-mapped.npy
+    cat e.npy | run_tensorrun 0 search.yaml -i emb=- -q
+    cmp ids.npy ids-mapped.npy
+    zstdcat e.npy.zst | run_tensorrun 0 search.yaml -i emb=- -q
+    cmp ids.npy ids-mapped.npy
+    peaks_match search.yaml -i emb=e.npy.zst
+    # a stream that ends early is exit 4 at the block it ends in, and
+    # nothing is written
+    rm ids.npy best.npy
+    run_tensorrun 4 search.yaml -i emb=<(head -c 100000 e.npy)
+    [[ "$stderr" == *"input 'emb'"*"the stream ends after"* ]]
+    [ ! -e ids.npy ] && [ ! -e best.npy ]
+    # read by a later stage too: read whole, as any stream input is
+    sed -i 's/      - best, j = topk(v, k, dim=0)/      - best, j = topk(v + 0 * max(emb), k, dim=0)/' search.yaml
+    run_tensorrun 0 validate search.yaml -i emb=e.npy.zst
+    [[ "$output" == *"e.npy.zst, read into the pool"* ]]
+    run_tensorrun 0 search.yaml -i emb=e.npy.zst -q
+    cmp ids.npy ids-mapped.npy
 }
