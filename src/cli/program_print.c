@@ -618,6 +618,8 @@ void program_print_json(const struct plan *plan, FILE *out)
                             pv->last_use < prog->ninstrs ? json_integer((json_int_t)pv->last_use)
                                                          : json_null());
         json_object_set_new(o, "lives_to_end", json_boolean(pv->last_use == LIVE_FOREVER));
+        if (pv->origin == ORIGIN_INPUT)
+            json_object_set_new(o, "read_by_blocks", json_boolean(pv->streamed));
         if (pv->has_last)
             json_object_set_new(o, "last_block", json_meta(&pv->last_meta));
         json_array_append_new(values, o);
