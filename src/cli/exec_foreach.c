@@ -160,7 +160,9 @@ struct blocks {
 static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, struct blocks *bl)
 {
     const struct value *ov = &x->prog->values[x->prog->stages[s].over];
-    struct tr_value m = ov->meta;
+    /* over's own description, or, for a stream, its header's (a value
+     * joined by an earlier stage is described as one of its blocks) */
+    struct tr_value m = bl->over ? tr_value_of(bl->over) : ov->meta;
 
     bl->rows = m.shape[0];
     bl->row_bytes = tr_dtype_size(m.dtype);

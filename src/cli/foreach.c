@@ -108,6 +108,9 @@ static void set_joins(struct program *prog, size_t s, bool *later)
             instr_reads(&prog->instrs[a.at], note_later, &a);
     for (size_t k = 0; k < st->nkept; k++)
         later[st->kept[k]] = true;
+    for (size_t t = s + 1; t < prog->nstages; t++)
+        if (prog->stages[t].over != VALUE_NONE)
+            later[prog->stages[t].over] = true; /* a later stage cuts it into blocks */
     for (size_t f = 0; f < prog->nfinals; f++)
         later[prog->finals[f]] = true;
     for (size_t v = 0; v < prog->nvalues; v++) {

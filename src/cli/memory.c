@@ -424,19 +424,31 @@ static void load_inputs(struct replay *r)
     }
 }
 
+/* The bytes of a tensor described by t, UINT64_MAX past 2^64 (0 with a
+ * dimension of 0). */
+static uint64_t value_bytes(const struct tr_value *t)
+{
+    uint64_t bytes = tr_dtype_size(t->dtype);
+
+    for (int k = 0; k < t->ndim; k++) {
+        if (t->shape[k] == 0)
+            return 0;
+        bytes = bytes > UINT64_MAX / (uint64_t)t->shape[k] ? UINT64_MAX
+                                                             : bytes * (uint64_t)t->shape[k];
+    }
+    return bytes;
+}
+
 /* A root for the whole of joined value v, made before the first block:
  * none for one in its output file. */
 static void take_whole(struct replay *r, uint32_t v)
 {
     const struct value *pv = &r->prog->values[v];
-    uint64_t bytes = tr_dtype_size(pv->joined_meta.dtype);
+    uint64_t bytes;
     size_t d = device_index(r, pv->joined_meta.device);
     struct root *root;
 
-    for (int k = 0; k < pv->joined_meta.ndim; k++)
-        bytes = bytes > UINT64_MAX / (uint64_t)pv->joined_meta.shape[k]
-                    ? UINT64_MAX
-                    : bytes * (uint64_t)pv->joined_meta.shape[k];
+    bytes = value_bytes(&pv->joined_meta);
     if (pv->join != JOIN_POOL || bytes == 0)
         return;
     root = &r->roots[r->nroots];
@@ -452,14 +464,10 @@ static void take_whole(struct replay *r, uint32_t v)
  * it (block), taken after the wholes. */
 static size_t take_buffer(struct replay *r, const struct tr_value *block)
 {
-    uint64_t bytes = tr_dtype_size(block->dtype);
+    uint64_t bytes = value_bytes(block);
     struct root *root;
     size_t d = device_index(r, TR_CPU);
 
-    for (int k = 0; k < block->ndim; k++)
-        bytes = bytes > UINT64_MAX / (uint64_t)block->shape[k]
-                    ? UINT64_MAX
-                    : bytes * (uint64_t)block->shape[k];
     if (bytes == 0)
         return NO_ROOT;
     root = &r->roots[r->nroots];

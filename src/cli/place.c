@@ -56,8 +56,14 @@ static uint32_t move(struct mover *mv, uint32_t v, struct tr_device device, uint
     if (copies[v] != VALUE_NONE)
         return copies[v];
     copy = prog->values[v];
-    if (copy.joined && copy.stage != mv->stage)
-        copy.meta = copy.joined_meta; /* a later stage moves the blocks' whole */
+    if (copy.stage != mv->stage) {
+        /* a later stage moves the blocks' whole of a foreach stage's
+         * value, which does not depend on this stage's blocks */
+        if (copy.joined)
+            copy.meta = copy.joined_meta;
+        copy.depends = false;
+        copy.has_last = false;
+    }
     copy.meta.device = device;
     copy.meta.strided = false; /* moved compact (tr_op_layout) */
     copy.origin = ORIGIN_RESULT;

@@ -495,11 +495,11 @@ static tr_status write_compact(struct tio__sink *sink, const struct tr_tensor *t
  * small output costs a small block). */
 static uint64_t buffer_bytes_for(bool as_it_lies, int64_t numel, enum tr_dtype dtype)
 {
-    uint64_t bytes = (uint64_t)numel * tr_dtype_size(dtype);
+    uint64_t item = tr_dtype_size(dtype);
 
     if (numel == 0 || as_it_lies)
         return 0;
-    return bytes < BLOCK_BYTES ? bytes : BLOCK_BYTES;
+    return (uint64_t)numel < BLOCK_BYTES / item ? (uint64_t)numel * item : BLOCK_BYTES;
 }
 
 uint64_t tio_write_pool_bytes(const struct tr_value *t, enum tr_dtype dtype)
@@ -512,7 +512,8 @@ uint64_t tio_write_pool_bytes(const struct tr_value *t, enum tr_dtype dtype)
         if (t->shape[i] == 0)
             return 0;
     for (int i = 0; i < t->ndim; i++)
-        numel *= t->shape[i];
+        if (__builtin_mul_overflow(numel, t->shape[i], &numel))
+            numel = INT64_MAX; /* past any buffer: BLOCK_BYTES */
     if (dtype == TR_DTYPE_COUNT)
         dtype = t->dtype;
     return buffer_bytes_for(t->device.kind == TR_DEV_CPU && t->dtype == dtype && !t->strided,

@@ -409,3 +409,31 @@ EOF2
     run_tensorrun 0 search.yaml -i emb=e.npy.zst -q
     cmp ids.npy ids-mapped.npy
 }
+
+@test "a foreach stage reads an earlier foreach stage's joined value whole, once before its blocks" {
+    cat > two.yaml <<'EOF2'
+tensorrun: 1
+inputs: {e: e.npy}
+stages:
+  - name: first
+    foreach: {over: e, size: 300}
+    do: [y = e * 2]
+    keep: [y]
+  - name: second
+    foreach: {over: e, size: 128}
+    do:
+      - m = max(y)
+      - "z = e / m - y[0:1, :]"
+outputs: {z: z.npy}
+EOF2
+    run_tensorrun 0 validate two.yaml --json
+    printf '%s' "$output" | "$PY" -c '
+import json, sys
+plan = json.load(sys.stdin)
+ops = {i["op"]: i["part"] for s in plan["stages"] for i in s["instructions"] if i.get("op")}
+assert ops["max"] == "once", ops'
+    run_tensorrun 0 two.yaml -q
+    NPY_INPUTS=e npy_is z.npy 'e / (e * np.float32(2)).max() - (e * np.float32(2))[0:1, :]'
+    peaks_match two.yaml
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate two.yaml
+}

@@ -148,7 +148,8 @@ static void check_read(uint32_t id, void *ctx)
     check(id < prog->nvalues);
     v = &prog->values[id];
     r->count++;
-    check(!r->no_block || !v->depends);
+    /* made from its own stage's block: a later stage reads it joined */
+    check(!r->no_block || !v->depends || v->stage != in->stage);
     switch (v->origin) {
     case ORIGIN_RESULT:
         check(v->def < r->at);
@@ -280,7 +281,10 @@ static void check_instr(const struct program *prog, size_t i, int stage)
         const struct operand *o = &in->args[in->in_place];
         check(in->kind == INSTR_OP && in->dest_group < 0 && in->fused_into < 0);
         check(o->kind == OPERAND_VALUE && prog->values[o->value].last_use == i);
-        const struct tr_value *a = &prog->values[o->value].meta;
+        const struct value *av = &prog->values[o->value];
+        /* a later stage computes over a joined value's whole */
+        const struct tr_value *a = av->joined && av->stage != in->stage ? &av->joined_meta
+                                                                        : &av->meta;
         const struct tr_value *res = &prog->values[in->results[0]].meta;
         check(a->dtype == res->dtype && a->ndim == res->ndim && !a->strided);
         check(memcmp(a->shape, res->shape, (size_t)a->ndim * sizeof *a->shape) == 0);
