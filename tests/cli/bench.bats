@@ -80,3 +80,18 @@ print(int(x.astype("f8").sum()))' > want
     assert_output --partial "0 < TR_BENCH_SCALE <= 1"
     [ ! -e "$BATS_TEST_TMPDIR/tensorrun-bench-peers" ]
 }
+
+@test "search_bench.py runs the embedding search beside NumPy and prints its table at a tiny size" {
+    TMPDIR=$BATS_TEST_TMPDIR RUNS=1 TR_BENCH_SCALE=0.01 \
+        run timeout 300 /usr/bin/python3 "${TR_SRCDIR:-$BATS_TEST_DIRNAME/../..}/bench/search_bench.py" \
+        "$TENSORRUN" "$BENCH_BIN"
+    assert_success
+    assert_line --partial "medians of 1 interleaved rounds"
+    assert_line --partial "NumPy (argpartition)"
+    assert_line --regexp "checks: tensorrun's top 10 within [0-9.e-]+ of the f64 scores"
+    # both found the exact top 10 (to f32 rounding)
+    worst=$(sed -n "s/.*tensorrun's top 10 within \([0-9.e-]*\) of.*/\1/p" <<< "$output")
+    /usr/bin/python3 -c "import sys; assert float(sys.argv[1]) < 1e-5" "$worst"
+    assert_line --partial "blocks"
+    [ ! -e "$BATS_TEST_TMPDIR/tensorrun-bench-search" ]
+}

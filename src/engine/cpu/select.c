@@ -192,12 +192,21 @@ static bool keeps_best(int64_t k, int64_t n)
  * and as many again to merge), and a block of values read as keys. */
 static int64_t room_bytes(int64_t k, int64_t n)
 {
-    return (keeps_best(k, n) ? k : 2 * n) * (int64_t)sizeof(struct entry) + BLOCK * 8;
+    int64_t entries = k, bytes;
+
+    /* past int64 (a shape from a hostile header: nothing that runs), the
+     * figure saturates and passes any limit */
+    if ((!keeps_best(k, n) && __builtin_mul_overflow(n, 2, &entries)) ||
+        __builtin_mul_overflow(entries, (int64_t)sizeof(struct entry), &bytes) ||
+        __builtin_add_overflow(bytes, BLOCK * 8, &bytes))
+        return INT64_MAX;
+    return bytes;
 }
 
 uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int threads)
 {
     int64_t n = x->ndim ? x->shape[dim_of(dim, x->ndim)] : 1, numel = 1, lines;
+    uint64_t team, room;
 
     for (int i = 0; i < x->ndim; i++)
         numel *= x->shape[i];
@@ -205,8 +214,9 @@ uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int 
         return 0; /* no result values: tr__k_sort returns before its room */
     lines = numel / n;
     /* as tr__k_sort: one line's room for each thread of its team */
-    return (uint64_t)(lines > 1 && lines * n > PARALLEL_ELEMENTS ? threads : 1) *
-           (uint64_t)room_bytes(k, n);
+    team = lines > 1 && lines * n > PARALLEL_ELEMENTS ? (uint64_t)threads : 1;
+    room = (uint64_t)room_bytes(k, n);
+    return room > UINT64_MAX / team ? UINT64_MAX : team * room;
 }
 
 /* The k first entries, in the order asked for, of a line of n values
