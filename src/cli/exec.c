@@ -329,20 +329,14 @@ static tr_status run_fused(struct exec *x, size_t at)
     for (int k = 0; k < in->nfinputs; k++)
         inputs[k] = x->tensors[in->finputs[k]];
     if (in->into_join) {
-        dest = x->join_rows ? x->join_rows[in->results[0]] : NULL;
-        if (!dest)
+        /* a handle of the block's rows of its joined whole */
+        if (!x->join_rows || !x->join_rows[in->results[0]])
             return tr_set_error(TR_ERR_STATE, "internal error: a fused group was to be computed "
                                               "into the rows of a joined value outside its blocks");
-        s = tr_fused_run(in->chain, inputs, dest, &out);
-        if (s == TR_OK)
-            s = check_result(x, &x->prog->values[in->results[0]], out);
-        if (s == TR_OK)
-            x->tensors[in->results[0]] = out;
-        else
-            tr_release(out);
-        return s;
-    }
-    if (in->dest_group >= 0 && !in->chain->has_tail) {
+        dest = tr_index_view(x->join_rows[in->results[0]], NULL, 0);
+        if (!dest)
+            return tr_last_status();
+    } else if (in->dest_group >= 0 && !in->chain->has_tail) {
         /* streamed into the file: nothing of the result's size anywhere
          * (an empty result has no mapping: it is made as usual) */
         struct tio_output *file = x->files[in->dest_group].file;
@@ -358,7 +352,7 @@ static tr_status run_fused(struct exec *x, size_t at)
             return s;
         }
     }
-    if (in->dest_group >= 0) {
+    if (in->dest_group >= 0 && !dest) {
         const struct value *v = &x->prog->values[in->results[0]];
         struct tio_output *file = x->files[in->dest_group].file;
         dest = tio_output_map(file, v->meta.dtype, v->meta.ndim, v->meta.shape);
