@@ -427,8 +427,9 @@ static tr_status run_index(struct exec *x, size_t at)
 static void release_dead(struct exec *x, const struct instr *in)
 {
     for (size_t i = 0; i < in->ndies; i++) {
-        if (x->block_stage >= 0 &&
-            !liveness_block_local(x->prog, (size_t)x->block_stage, in->dies[i]))
+        if ((x->block_stage >= 0 &&
+             !liveness_block_local(x->prog, (size_t)x->block_stage, in->dies[i])) ||
+            in->dies[i] == x->held)
             continue;
         tr_release(x->tensors[in->dies[i]]);
         x->tensors[in->dies[i]] = NULL;
@@ -501,7 +502,10 @@ static tr_status fill_joins(struct exec *x, const struct instr *in)
     for (int r = 0; x->join_rows && r < in->nresults; r++) {
         struct tr_tensor *rows = x->join_rows[in->results[r]];
         tr_status s;
-        if (!rows || (r == 0 && in->into_join))
+        /* computed into its rows (a kernel may still have made its own,
+         * were the rows not what it can write: then it is copied too) */
+        if (!rows || (r == 0 && in->into_join &&
+                      tr_tensor_data(x->tensors[in->results[r]]) == tr_tensor_data(rows)))
             continue;
         s = tr_copy_into(rows, x->tensors[in->results[r]]);
         if (s != TR_OK)
@@ -843,6 +847,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.o = o;
     x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
     x.block_stage = -1;
+    x.held = VALUE_NONE;
     x.drop_behind = tio_readahead_default_threshold();
     if (getenv("TENSORRUN_DROP_BEHIND") && !parse_size(getenv("TENSORRUN_DROP_BEHIND"),
                                                        &x.drop_behind)) {

@@ -232,8 +232,10 @@ int exec_foreach(struct exec *x, size_t s)
     struct tr_tensor **wholes;
     int status = EXIT_OK;
 
+    x->held = pst->over; /* the part before the blocks may read it last */
     for (size_t i = pst->first; i < once_end && status == EXIT_OK; i++)
         status = exec_instr(x, bl.st, i);
+    x->held = VALUE_NONE;
     if (status != EXIT_OK)
         return status;
     bl.over = x->tensors[pst->over];
@@ -282,7 +284,8 @@ int exec_foreach(struct exec *x, size_t s)
         else if (pv->stage == (int)s && pv->join == JOIN_OVER && status == EXIT_OK && bl.over)
             x->tensors[v] = tr_index_view(bl.over, NULL, 0);
     }
-    /* what the blocks read but did not make dies after the last one */
+    /* what the blocks read but did not make dies after the last one, and
+     * over too when the part before them read it last */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &x->prog->instrs[i];
         for (size_t k = 0; k < in->ndies; k++) {
@@ -291,6 +294,10 @@ int exec_foreach(struct exec *x, size_t s)
             tr_release(x->tensors[in->dies[k]]);
             x->tensors[in->dies[k]] = NULL;
         }
+    }
+    if (x->prog->values[pst->over].last_use < once_end) {
+        tr_release(x->tensors[pst->over]);
+        x->tensors[pst->over] = NULL;
     }
     free(wholes);
     free(x->join_rows);

@@ -112,12 +112,13 @@ bool liveness_run(struct program *prog)
                 v->last_use = next_stage_start(prog, s);
         }
     }
-    /* what a foreach stage cuts into blocks lives while any block runs */
+    /* what a foreach stage cuts into blocks lives while any block runs (to
+     * the next stage that has instructions when it has none) */
     for (size_t s = 0; s < prog->nstages; s++) {
         const struct program_stage *st = &prog->stages[s];
         struct value *over = st->over != VALUE_NONE ? &prog->values[st->over] : NULL;
-        size_t last = st->first + st->count - 1;
-        if (over && st->count && (over->last_use == LIVE_UNUSED || over->last_use < last))
+        size_t last = st->count ? st->first + st->count - 1 : next_stage_start(prog, s);
+        if (over && (over->last_use == LIVE_UNUSED || over->last_use < last))
             over->last_use = last;
     }
     for (size_t s = 0; s < prog->nstages; s++)

@@ -738,8 +738,11 @@ static uint32_t bind_target(struct eval *ev, const char *name, const struct resu
 }
 
 /* Lowers a stage's statements once, binding their targets; block_rows is
- * the foreach block's length (0: no foreach). */
-static void lower_statements(struct plan *plan, int index, struct diag_list *d, int64_t block_rows)
+ * the foreach block's length (0: no foreach) and over the plan value it
+ * cuts (found before the stage's first typing, which may bind its name
+ * again). */
+static void lower_statements(struct plan *plan, int index, struct diag_list *d, int64_t block_rows,
+                             size_t over_index)
 {
     const struct stage *s = &plan->pipeline->stages[index];
     struct plan_stage *ps = &plan->stages[index];
@@ -747,28 +750,31 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
                       .device = ps->device,
                       .builtins = {VALUE_NONE, VALUE_NONE, VALUE_NONE}};
 
-    if (s->has_foreach && block_rows > 0) {
-        struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues), *block;
-        if (over && !over->poisoned && over->meta.kind == TR_VALUE_TENSOR) {
-            block = plan_bind(plan, over->name, index, s->foreach_line, s->foreach_col);
+    if (s->has_foreach && block_rows > 0 && over_index < plan->nvalues) {
+        struct plan_value *over = &plan->values[over_index], *block;
+        if (!over->poisoned && over->meta.kind == TR_VALUE_TENSOR) {
+            struct tr_value meta = over->meta;
+            uint32_t over_value = over->value;
+            const char *name = over->name;
+            block = plan_bind(plan, name, index, s->foreach_line, s->foreach_col);
             if (block) {
                 struct value b;
                 memset(&b, 0, sizeof b);
-                block->meta = over->meta;
+                block->meta = meta;
                 block->meta.shape[0] = block_rows;
                 block->depends_on_block = true;
                 b.meta = block->meta;
                 b.origin = ORIGIN_BUILTIN; /* each block of over, as the block runs */
-                b.name = over->name;
+                b.name = name;
                 b.line = s->foreach_line;
                 b.col = s->foreach_col;
                 b.stage = index;
                 b.depends = true;
                 block->value = program_add_value(plan->program, &b);
-                plan->program->stages[index].over = over->value;
+                plan->program->stages[index].over = over_value;
                 plan->program->stages[index].block = block->value;
             }
-            ev.block_name = over->name;
+            ev.block_name = name;
         }
     }
     for (size_t k = 0; k < s->nstatements; k++) {
@@ -879,24 +885,24 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
     int64_t rows, blocks, last, joined, size;
-    size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors;
+    size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors, over_index;
     uint32_t over_id, block_id, first_value;
     struct diag_list last_d;
 
     if (!over) {
         diag_error(d, s->foreach_line, s->foreach_col, NULL,
                    "foreach: '%s' is used before anything binds it", s->foreach_over);
-        lower_statements(plan, index, d, 0);
+        lower_statements(plan, index, d, 0, SIZE_MAX);
         return;
     }
     if (over->poisoned) {
-        lower_statements(plan, index, d, 0);
+        lower_statements(plan, index, d, 0, SIZE_MAX);
         return;
     }
     if (over->meta.kind != TR_VALUE_TENSOR || over->meta.ndim == 0) {
         diag_error(d, s->foreach_line, s->foreach_col, NULL,
                    "foreach: '%s' must be a tensor of at least one dimension", over->name);
-        lower_statements(plan, index, d, 0);
+        lower_statements(plan, index, d, 0, SIZE_MAX);
         return;
     }
     rows = over->meta.shape[0];
@@ -908,7 +914,8 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
-    lower_statements(plan, index, d, rows < size ? rows : size);
+    over_index = (size_t)(over - plan->values);
+    lower_statements(plan, index, d, rows < size ? rows : size, over_index);
     full_end = plan->nvalues;
     ninstrs = prog->ninstrs;
     nvalues = prog->nvalues;
@@ -918,7 +925,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
         last = -1; /* every block as long as the first */
     if (last >= 0) {
         diag_init(&last_d, d->path, NULL, 0);
-        lower_statements(plan, index, &last_d, last);
+        lower_statements(plan, index, &last_d, last, over_index);
         if (d->errors == errors)
             check_last_block(prog, d, &last_d, s, last, first_instr, ninstrs, first_value,
                              nvalues);
@@ -942,6 +949,12 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             v->poisoned = true;
             continue;
         }
+        if (tail != v && tail->meta.kind == TR_VALUE_TENSOR &&
+            (tail->meta.dtype != v->meta.dtype || tail->meta.ndim != v->meta.ndim ||
+             memcmp(tail->meta.shape + 1, v->meta.shape + 1,
+                    (size_t)(v->meta.ndim - 1) * sizeof *v->meta.shape) != 0) &&
+            v->value != VALUE_NONE && v->value < nvalues)
+            prog->values[v->value].ragged = true; /* refused if joined: check_joins */
         v->meta.shape[0] = joined;
         if (v->value != block_id)
             v->meta.strided = false; /* the whole is made compact */
@@ -962,7 +975,7 @@ void lower_stage(struct plan *plan, int index, struct diag_list *d)
     if (plan->pipeline->stages[index].has_foreach)
         lower_foreach(plan, index, d);
     else
-        lower_statements(plan, index, d, 0);
+        lower_statements(plan, index, d, 0, SIZE_MAX);
 }
 
 /* ------------------------------------------------------------ outputs */

@@ -46,6 +46,9 @@ struct replay {
     /* foreach: while the (one) block replayed runs, and each joined value's
      * whole (its root, or NO_ROOT for one in its file) */
     bool in_blocks;
+    bool last_block;             /* replaying a shorter last block: its operands and shapes,
+                                    the decisions the full block made */
+    uint32_t held;               /* the value cut into blocks, during the part before them */
     size_t *whole_of;
     /* per value: what it is to the instructions replayed now; a joined
      * value is its blocks' whole once its stage's blocks have run */
@@ -132,8 +135,10 @@ static void release(struct replay *r, uint32_t value)
 static bool describe_args(const struct replay *r, const struct instr *in,
                           struct tr_value *args, struct tr_value **lists)
 {
+    const struct operand *operands = r->last_block && in->last_args ? in->last_args : in->args;
+
     for (int i = 0; i < in->nargs; i++) {
-        const struct operand *o = &in->args[i];
+        const struct operand *o = &operands[i];
         lists[i] = NULL;
         if (o->kind == OPERAND_VALUE) {
             args[i] = *r->meta_of[o->value];
@@ -224,19 +229,20 @@ static bool into_join(const struct replay *r, const struct instr *in)
 
 static void replay_op(struct replay *r, struct instr *in)
 {
-    const struct program *prog = r->prog;
     struct tr_value args[TR_OP_MAX_PARAMS], results[TR_OP_MAX_RESULTS];
     struct tr_value *lists[TR_OP_MAX_PARAMS] = {NULL};
     bool given[TR_OP_MAX_RESULTS] = {false};
     struct tr_op_memory m;
     size_t d, from;
 
-    in->into_join = into_join(r, in);
-    in->in_place = in->into_join ? -1 : in_place_arg(r, in);
+    if (!r->last_block) { /* every block runs the full block's decisions */
+        in->into_join = into_join(r, in);
+        in->in_place = in->into_join ? -1 : in_place_arg(r, in);
+    }
     given[0] = in->in_place >= 0 || in->into_join ||
                (in->dest_group >= 0 && tr_op_takes_dest(in->op));
     for (int i = 0; i < in->nresults; i++)
-        results[i] = prog->values[in->results[i]].meta;
+        results[i] = *r->meta_of[in->results[i]];
     if (!describe_args(r, in, args, lists)) {
         free_lists(lists, in->nargs);
         r->ok = false;
@@ -277,11 +283,25 @@ static void replay_op(struct replay *r, struct instr *in)
 
 static void replay_fused(struct replay *r, struct instr *in)
 {
+    struct tr_value inputs[TR_FUSED_MAX_INPUTS];
+    struct tr_fused last;
+    const struct tr_fused *chain = in->chain;
     struct tr_op_memory m;
     size_t d = device_index(r, TR_CPU);
 
-    in->into_join = into_join(r, in);
-    if (tr_fused_memory(in->chain, in->dest_group >= 0 || in->into_join, r->threads, &m) !=
+    if (!r->last_block) {
+        in->into_join = into_join(r, in);
+    } else {
+        /* the chain typed again with the last block's operands */
+        last = *in->chain;
+        for (int k = 0; k < in->nfinputs; k++)
+            inputs[k] = *r->meta_of[in->finputs[k]];
+        if (tr_fused_check(&last, inputs, NULL, NULL) == TR_OK)
+            chain = &last;
+        else
+            tr_clear_error();
+    }
+    if (tr_fused_memory(chain, in->dest_group >= 0 || in->into_join, r->threads, &m) !=
         TR_OK) {
         tr_clear_error();
         memset(&m, 0, sizeof m);
@@ -350,7 +370,8 @@ static void replay_instr(struct replay *r, struct instr *in)
         }
     }
     for (size_t k = 0; k < in->ndies; k++)
-        if (!r->in_blocks || liveness_block_local(r->prog, (size_t)in->stage, in->dies[k]))
+        if ((!r->in_blocks || liveness_block_local(r->prog, (size_t)in->stage, in->dies[k])) &&
+            in->dies[k] != r->held)
             release(r, in->dies[k]); /* the rest dies after the last block */
 }
 
@@ -479,6 +500,47 @@ static size_t take_buffer(struct replay *r, const struct tr_value *block)
     return r->nroots++;
 }
 
+/* Whether stage s has a shorter last block that differs in what it asks
+ * for (a shape, a constant made from the block's length). */
+static bool has_shorter_last_block(const struct program *prog, size_t s)
+{
+    const struct program_stage *st = &prog->stages[s];
+
+    for (size_t v = 0; v < prog->nvalues; v++)
+        if (prog->values[v].stage == (int)s && prog->values[v].has_last)
+            return true;
+    for (size_t i = st->first; i < st->first + st->count; i++)
+        if (prog->instrs[i].last_args || prog->instrs[i].last_subs)
+            return true;
+    return false;
+}
+
+/* One block of stage s, then its scope's end: every value it made is
+ * released (a joined one's part was a view of its whole).  The last block
+ * is replayed with its own shapes and operands and the full block's
+ * decisions. */
+static void replay_block(struct replay *r, size_t s, bool last)
+{
+    const struct program_stage *st = &r->prog->stages[s];
+    size_t first = st->first + st->nonce;
+
+    r->last_block = last;
+    for (size_t v = 0; last && v < r->prog->nvalues; v++)
+        if (r->prog->values[v].stage == (int)s && r->prog->values[v].has_last)
+            r->meta_of[v] = &r->prog->values[v].last_meta;
+    r->in_blocks = true;
+    for (r->at = first; r->at < first + st->nblock && r->ok; r->at++)
+        replay_instr(r, &r->prog->instrs[r->at]);
+    r->in_blocks = false;
+    for (size_t v = 0; v < r->prog->nvalues; v++) {
+        if (r->prog->values[v].stage == (int)s && r->prog->values[v].has_last)
+            r->meta_of[v] = &r->prog->values[v].meta;
+        if (liveness_block_local(r->prog, s, (uint32_t)v))
+            release(r, (uint32_t)v);
+    }
+    r->last_block = false;
+}
+
 /*
  * A foreach stage, as exec_foreach runs it: the instructions before the
  * blocks, the joined wholes, one block (a full one: a shorter last block
@@ -493,25 +555,27 @@ static void replay_foreach(struct replay *r, size_t s)
     size_t once_end = st->first + st->nonce, blocks_end = once_end + st->nblock;
     size_t buffer = NO_ROOT;
 
+    r->held = st->over;
     for (r->at = st->first; r->at < once_end && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
+    r->held = VALUE_NONE;
     for (size_t v = 0; v < r->prog->nvalues; v++)
         if (r->prog->values[v].stage == (int)s)
             take_whole(r, (uint32_t)v);
     if (r->prog->values[st->over].streamed)
         buffer = take_buffer(r, &r->prog->values[st->block].meta);
-    r->in_blocks = true;
-    for (; r->at < blocks_end && r->ok; r->at++)
-        replay_instr(r, &r->prog->instrs[r->at]);
-    r->in_blocks = false;
+    replay_block(r, s, false);
+    if (has_shorter_last_block(r->prog, s))
+        replay_block(r, s, true);
+    r->at = blocks_end;
     if (buffer != NO_ROOT) {
         struct root *b = &r->roots[buffer];
-        r->live[b->device] -= b->bytes; /* after the last block */
+        if (r->live[b->device] != UINT64_MAX) /* saturated stays so */
+            r->live[b->device] -= b->bytes; /* after the last block */
     }
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         if (!liveness_block_local(r->prog, s, (uint32_t)v))
             continue;
-        release(r, (uint32_t)v); /* the block's scope ends */
         if (r->whole_of[v] != NO_ROOT) {
             hold(r, (uint32_t)v, r->whole_of[v]);
             r->roots[r->whole_of[v]].holders--; /* the value's handle is the whole's */
@@ -519,13 +583,16 @@ static void replay_foreach(struct replay *r, size_t s)
             hold(r, (uint32_t)v, r->root_of[st->over]); /* a view of all of over */
         }
     }
-    /* then what the blocks read but did not make dies */
+    /* then what the blocks read but did not make dies, and over when the
+     * part before them read it last */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &r->prog->instrs[i];
         for (size_t k = 0; k < in->ndies; k++)
             if (!liveness_block_local(r->prog, s, in->dies[k]))
                 release(r, in->dies[k]);
     }
+    if (r->prog->values[st->over].last_use < once_end)
+        release(r, st->over);
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         const struct value *pv = &r->prog->values[v];
         if (pv->stage != (int)s)
@@ -533,7 +600,7 @@ static void replay_foreach(struct replay *r, size_t s)
         if (pv->join == JOIN_POOL || pv->join == JOIN_FILE)
             r->meta_of[v] = &pv->joined_meta;
         else if (pv->join == JOIN_OVER)
-            r->meta_of[v] = &r->prog->values[st->over].meta;
+            r->meta_of[v] = r->meta_of[st->over];
     }
     for (; r->at < st->first + st->count && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
@@ -541,11 +608,12 @@ static void replay_foreach(struct replay *r, size_t s)
 
 bool memory_run(struct program *prog, int threads)
 {
-    struct replay r = {.prog = prog, .threads = threads};
+    struct replay r = {.prog = prog, .threads = threads, .held = VALUE_NONE};
     size_t cap = prog->ninstrs + prog->nstages + 2;
 
-    /* a root per value, one per joined whole, one per stream's buffer */
-    r.roots = calloc(2 * prog->nvalues + prog->nstages + 1, sizeof *r.roots);
+    /* a root per value (a block's twice: the full one and the last), one
+     * per joined whole, one per stream's buffer */
+    r.roots = calloc(3 * prog->nvalues + prog->nstages + 1, sizeof *r.roots);
     r.root_of = malloc((prog->nvalues + 1) * sizeof *r.root_of);
     r.whole_of = malloc((prog->nvalues + 1) * sizeof *r.whole_of);
     r.meta_of = malloc((prog->nvalues + 1) * sizeof *r.meta_of);

@@ -552,6 +552,28 @@ static struct tr_device stage_device(const struct pipeline *p, const struct stag
     return d;
 }
 
+/* A value joined from a foreach stage's blocks whose shorter last block
+ * has another dtype or other dimensions past the first (x.T, where
+ * dimension 1 is the block's length) cannot be joined: exit 3. */
+static void check_joins(struct plan *plan, struct diag_list *d)
+{
+    const struct program *prog = plan->program;
+
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        const struct value *pv = &prog->values[v];
+        char full[200], last[200];
+        if (!pv->ragged || pv->join == JOIN_NONE)
+            continue;
+        diag_error(d, pv->line, pv->col,
+                   "make dimension 0 the one that follows the block's rows, or choose a "
+                   "foreach size that divides them",
+                   "'%s' is %s in the full blocks and %s in the last one: the blocks cannot "
+                   "be joined along dimension 0",
+                   pv->name ? pv->name : "this value", plan_describe(&pv->meta, full, sizeof full),
+                   plan_describe(&pv->last_meta, last, sizeof last));
+    }
+}
+
 static void note_read(uint32_t value, void *ctx)
 {
     ((bool *)ctx)[value] = true;
@@ -612,6 +634,7 @@ static bool stream_inputs(struct plan *plan, struct diag_list *d)
             continue;
         ov->streamed = true;
         ov->stream_bytes = 0;
+        ov->copy_bytes = 0; /* rows are read into an aligned block, in order */
         plan->inputs[ov->input].streamed = true;
     }
     free(read);
@@ -716,6 +739,7 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             return NULL;
         }
         place_run(plan->program);
+        check_joins(plan, d);
         if (!stream_inputs(plan, d)) {
             plan_free(plan);
             return NULL;

@@ -64,6 +64,8 @@ struct value {
      * its result against there */
     bool has_last;
     struct tr_value last_meta;
+    bool ragged;             /* ... whose dtype or dimensions past the first differ there:
+                                it cannot be joined along dimension 0 */
 };
 
 #define LIVE_UNUSED SIZE_MAX

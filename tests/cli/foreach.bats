@@ -18,7 +18,8 @@ setup() {
 import numpy as np
 rng = np.random.default_rng(11)
 np.save("e.npy", rng.standard_normal((1000, 48)).astype(np.float32))
-np.save("q.npy", rng.standard_normal((6, 48)).astype(np.float32))'
+np.save("q.npy", rng.standard_normal((6, 48)).astype(np.float32))
+np.save("w.npy", rng.standard_normal((48, 32)).astype(np.float32))'
 }
 
 # stage_json FIELD: the first stage event of --stats json in $output,
@@ -106,7 +107,7 @@ body() {
     local file=$1 size=$2 s
     shift 2
     {
-        printf '%s\n' 'tensorrun: 1' 'inputs: {e: e.npy}' 'stages:' '  - name: s' \
+        printf '%s\n' 'tensorrun: 1' 'inputs: {e: e.npy, w: w.npy}' 'stages:' '  - name: s' \
             "    foreach: {over: e, size: $size}" '    do:'
         for s in "$@"; do printf '      - %s\n' "$s"; done
         printf '%s\n' 'outputs: {y: y.npy, r: r.npy, n: n.npy}'
@@ -131,6 +132,22 @@ e = np.load("e.npy")
 assert np.allclose(np.load("y.npy"), np.exp(e * np.float32(0.5)) * 2 + 1, rtol=1e-6)
 assert np.allclose(np.load("r.npy"), (e.astype(np.float64) ** 2).sum(1), rtol=1e-5)
 assert np.allclose(np.load("n.npy"), e / np.linalg.norm(e, axis=1, keepdims=True), atol=1e-6)'
+    # a matrix product over the rows: block sizes that are multiples of its
+    # 256-row tile, and one block
+    first=""
+    for size in 1000 768 512 256; do
+        body p.yaml "$size" 'y = e @ w' 'r = sum(e, dim=1)' 'n = e'
+        for t in 1 2; do
+            run_tensorrun 0 p.yaml --threads "$t" -q
+            [ -z "$first" ] && cp y.npy mm-first.npy && first=1
+            cmp mm-first.npy y.npy
+        done
+    done
+    "$PY" -c '
+import numpy as np
+e = np.load("e.npy")
+w = np.load("w.npy")
+assert np.allclose(np.load("mm-first.npy"), e @ w, rtol=1e-5, atol=1e-4)'
 }
 
 @test "chunk_start, chunk_index and chunk_count, and x.shape[0], which is each block's own length" {
@@ -188,7 +205,7 @@ assert np.allclose(np.load("t.npy"), y.sum(0, dtype=np.float64) + e[:, 0].sum(dt
     body p.yaml 100 'y = exp(e * 0.5) * 2 + 1' 'r = sum(e * e, dim=1)' \
         'n = e / norm(e, dim=-1, keepdim=true)'
     peaks_match p.yaml
-    body p.yaml 333 'y = e @ e[0:48].T' 'r = softmax(y, dim=-1)[:, 0]' 'n = cast(e, f64) / e.shape[0]'
+    body p.yaml 333 'y = e @ w' 'r = softmax(y, dim=-1)[:, 0]' 'n = cast(e, f64) / e.shape[0]'
     peaks_match p.yaml
     peaks_match p.yaml --threads 1
 }
@@ -436,4 +453,68 @@ assert ops["max"] == "once", ops'
     NPY_INPUTS=e npy_is z.npy 'e / (e * np.float32(2)).max() - (e * np.float32(2))[0:1, :]'
     peaks_match two.yaml
     TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate two.yaml
+}
+
+@test "the last block: a join whose other dimensions change is exit 3; what it asks for more is counted; the body may rebind the name it cuts" {
+    "$PY" -c 'import numpy as np; np.save("t.npy", np.arange(30, dtype=np.float32).reshape(10, 3)); np.save("g.npy", np.ones((1001, 1), np.float32))'
+    cat > ragged.yaml <<'EOF2'
+tensorrun: 1
+inputs: {e: t.npy}
+stages:
+  - name: s
+    foreach: {over: e, size: 4}
+    do: ["y = exp(transpose(e, 0, 1))"]
+outputs: {y: y.npy}
+EOF2
+    run_tensorrun 3 validate ragged.yaml
+    [[ "$stderr" == *"'y' is f32[3,4] in the full blocks and f32[3,2] in the last one"* ]]
+    # within a block it is fine: a sum makes the rows the block's again
+    sed -i 's/y = exp(transpose(e, 0, 1))/y = sum(transpose(e, 0, 1), dim=0)/' ragged.yaml
+    run_tensorrun 0 ragged.yaml -q
+    NPY_INPUTS=t npy_is y.npy 't.sum(1)'
+    # the last block (1 row) makes an arange of 99900, the others of 0
+    cat > more.yaml <<'EOF2'
+tensorrun: 1
+inputs: {e: g.npy}
+stages:
+  - name: s
+    foreach: {over: e, size: 1000}
+    do:
+      - p = arange(100000 - 100 * e.shape[0])
+      - y = e + sum(p)
+outputs: {y: y.npy}
+EOF2
+    peaks_match more.yaml
+    run_tensorrun 0 more.yaml -q
+    "$PY" -c '
+import numpy as np
+y = np.load("y.npy")
+assert (y[:1000] == 1).all() and y[1000, 0] == np.float32(1 + np.arange(99900, dtype=np.int64).sum()), y[999:]'
+    # rebinding the name cut into blocks: the last block is cut from the input too
+    cat > rebind.yaml <<'EOF2'
+tensorrun: 1
+inputs: {e: t.npy}
+stages:
+  - name: s
+    foreach: {over: e, size: 4}
+    do: ["e = e[:, 1:]"]
+outputs: {e: y.npy}
+EOF2
+    run_tensorrun 0 rebind.yaml -q
+    NPY_INPUTS=t npy_is y.npy 't[:, 1:]'
+    # nothing computed per block, and the block kept: the input survives
+    cat > empty.yaml <<'EOF2'
+tensorrun: 1
+inputs: {e: t.npy}
+stages:
+  - name: a
+    foreach: {over: e, size: 4}
+    do: [k = 1]
+    keep: [e]
+  - name: b
+    do: [s = e * 2]
+outputs: {s: s.npy}
+EOF2
+    run_tensorrun 0 empty.yaml -q
+    NPY_INPUTS=t npy_is s.npy 't * np.float32(2)'
 }
