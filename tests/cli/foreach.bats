@@ -250,13 +250,13 @@ EOF
 }
 
 @test "larger than the memory limit: 4x the limit streams through foreach, not without it" {
-    # 256 MiB of f32 through --memory-limit 64M; the normalised rows alone
-    # would need 256 MiB of pool
+    # 128 MiB of f32 through --memory-limit 32M; the normalised rows alone
+    # would need 128 MiB of pool
     "$PY" -c '
 import numpy as np
-x = np.lib.format.open_memmap("big.npy", mode="w+", dtype=np.float32, shape=(65536, 1024))
+x = np.lib.format.open_memmap("big.npy", mode="w+", dtype=np.float32, shape=(32768, 1024))
 rng = np.random.default_rng(3)
-for i in range(0, 65536, 8192):
+for i in range(0, 32768, 8192):
     x[i:i + 8192] = rng.standard_normal((8192, 1024), dtype=np.float32)
 x.flush()'
     cat > chunked.yaml <<'EOF'
@@ -264,42 +264,42 @@ tensorrun: 1
 inputs: {x: big.npy}
 stages:
   - name: s
-    foreach: {over: x, size: 4096}
+    foreach: {over: x, size: 2048}
     do:
       - n = x / norm(x, dim=-1, keepdim=true)
       - r = sum(n * n, dim=1) + max(n, dim=1)
 outputs: {r: r.npy}
 EOF
     sed '/foreach/d' chunked.yaml > whole.yaml
-    run_tensorrun 0 validate chunked.yaml --memory-limit 64M
-    run_tensorrun 5 validate whole.yaml --memory-limit 64M
+    run_tensorrun 0 validate chunked.yaml --memory-limit 32M
+    run_tensorrun 5 validate whole.yaml --memory-limit 32M
     [[ "$stderr" == *"stage 's'"* ]]
-    run_tensorrun 5 whole.yaml --memory-limit 64M
+    run_tensorrun 5 whole.yaml --memory-limit 32M
     [ ! -e r.npy ]
     run_tensorrun 0 chunked.yaml -q
     cp r.npy r-mapped.npy
-    run_tensorrun 0 chunked.yaml --memory-limit 64M --stats json
-    [ "$(stage_json peak_active_bytes)" -le $((64 << 20)) ]
+    run_tensorrun 0 chunked.yaml --memory-limit 32M --stats json
+    [ "$(stage_json peak_active_bytes)" -le $((32 << 20)) ]
     # measured: the process's anonymous memory (RssAnon, the mapping not
     # counted) stays under the limit, mapped, through a pipe and from .zst,
     # at most the pool's peak and 8 MiB (the program, its libraries' and
     # threads' own); the stream's blocks are read one at a time
     zstd -q -1 -T2 big.npy -o big.npy.zst
-    run_tensorrun 0 validate chunked.yaml -i x=big.npy.zst --memory-limit 64M --json
+    run_tensorrun 0 validate chunked.yaml -i x=big.npy.zst --memory-limit 32M --json
     peak=$(printf '%s' "$output" | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak_bytes"]["cpu"])')
-    [ "$peak" -le $((40 << 20)) ]
-    run_tensorrun 5 validate whole.yaml -i x=big.npy.zst --memory-limit 64M
-    anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml --memory-limit 64M -q | cut -d' ' -f2)
-    [ "$anon" -le $(( (64 << 10) )) ]
+    [ "$peak" -le $((20 << 20)) ]
+    run_tensorrun 5 validate whole.yaml -i x=big.npy.zst --memory-limit 32M
+    anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml --memory-limit 32M -q | cut -d' ' -f2)
+    [ "$anon" -le $(( (32 << 10) )) ]
     for how in pipe zst zstpipe; do
         rm r.npy
         case $how in
-        pipe) anon=$(cat big.npy | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 64M -q) ;;
-        zst) anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=big.npy.zst --memory-limit 64M -q) ;;
-        zstpipe) anon=$(zstdcat big.npy.zst | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 64M -q) ;;
+        pipe) anon=$(cat big.npy | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 32M -q) ;;
+        zst) anon=$("$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=big.npy.zst --memory-limit 32M -q) ;;
+        zstpipe) anon=$(zstdcat big.npy.zst | "$PY" "$TR_SRCDIR/bench/peak_anon.py" "$TENSORRUN" chunked.yaml -i x=- --memory-limit 32M -q) ;;
         esac
         anon=${anon#* }
-        [ "$anon" -le $(( (64 << 10) )) ]
+        [ "$anon" -le $(( (32 << 10) )) ]
         # (the sanitizer build's runtime has memory of its own)
         [ -n "${TR_SANITIZED:-}" ] || [ "$anon" -le $(( (peak >> 10) + (8 << 10) )) ]
         cmp r.npy r-mapped.npy
@@ -307,8 +307,8 @@ EOF
     "$PY" -c '
 import numpy as np
 x = np.load("big.npy", mmap_mode="r")
-want = np.empty(65536)
-for i in range(0, 65536, 8192):
+want = np.empty(32768)
+for i in range(0, 32768, 8192):
     b = x[i:i + 8192].astype(np.float64)
     n = b / np.linalg.norm(b, axis=1, keepdims=True)
     want[i:i + 8192] = (n * n).sum(1) + n.max(1)
