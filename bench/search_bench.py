@@ -173,7 +173,8 @@ def check(out, name):
     for s in range(0, ROWS, 65536):
         b = np.asarray(e[s:s + 65536], dtype=np.float64)
         sc = (b / np.linalg.norm(b, axis=1, keepdims=True)) @ qn.T
-        best = np.sort(np.concatenate([best, sc]), axis=0)[::-1][:K]
+        both = np.concatenate([best, sc])
+        best = -np.sort(-np.take_along_axis(both, np.argpartition(-both, K, axis=0)[:K], 0), 0)
     sel = np.asarray(e[ids.ravel()], dtype=np.float64).reshape(K, QUERIES, DIM)
     got = ((sel / np.linalg.norm(sel, axis=2, keepdims=True)) * qn[None]).sum(2)
     worst = float(np.abs(np.sort(got, axis=0)[::-1] - best).max())
