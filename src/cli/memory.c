@@ -98,22 +98,37 @@ static void hold(struct replay *r, uint32_t value, size_t root)
         r->roots[root].holders++;
 }
 
+/* A new pool block of bytes (already rounded) on device d, active now and
+ * held by holders handles; its index. */
+static size_t new_root(struct replay *r, size_t d, uint64_t bytes, size_t holders)
+{
+    struct root *root = &r->roots[r->nroots];
+
+    root->bytes = bytes;
+    root->device = d;
+    root->holders = holders;
+    r->live[d] = sat_add(r->live[d], bytes);
+    return r->nroots++;
+}
+
 /* A new block for value, of bytes already rounded (none for 0). */
 static void take(struct replay *r, uint32_t value, size_t d, uint64_t bytes)
 {
-    struct root *root;
-
     if (bytes == 0) {
         r->root_of[value] = NO_ROOT;
         return;
     }
     r->prog->values[value].block_bytes = bytes;
-    root = &r->roots[r->nroots];
-    root->bytes = bytes;
-    root->device = d;
-    root->holders = 0;
-    r->live[d] = sat_add(r->live[d], bytes);
-    hold(r, value, r->nroots++);
+    hold(r, value, new_root(r, d, bytes, 0));
+}
+
+/* One holder of root lets go; the last one's going frees its block. */
+static void let_go(struct replay *r, size_t root)
+{
+    if (root == NO_ROOT || --r->roots[root].holders > 0)
+        return;
+    if (r->live[r->roots[root].device] != UINT64_MAX) /* saturated stays so */
+        r->live[r->roots[root].device] -= r->roots[root].bytes;
 }
 
 static void release(struct replay *r, uint32_t value)
@@ -121,10 +136,7 @@ static void release(struct replay *r, uint32_t value)
     size_t root = r->root_of[value];
 
     r->root_of[value] = NO_ROOT;
-    if (root == NO_ROOT || --r->roots[root].holders > 0)
-        return;
-    if (r->live[r->roots[root].device] != UINT64_MAX) /* saturated stays so */
-        r->live[r->roots[root].device] -= r->roots[root].bytes;
+    let_go(r, root);
 }
 
 /* ------------------------------------------------------------ arguments */
@@ -465,19 +477,13 @@ static uint64_t value_bytes(const struct tr_value *t)
 static void take_whole(struct replay *r, uint32_t v)
 {
     const struct value *pv = &r->prog->values[v];
-    uint64_t bytes;
+    uint64_t bytes = value_bytes(&pv->joined_meta);
     size_t d = device_index(r, pv->joined_meta.device);
-    struct root *root;
 
-    bytes = value_bytes(&pv->joined_meta);
     if (pv->join != JOIN_POOL || bytes == 0)
         return;
-    root = &r->roots[r->nroots];
-    root->bytes = tr_memory_block_size(bytes);
-    root->device = d;
-    root->holders = 1; /* the whole's own handle, until the blocks end */
-    r->live[d] = sat_add(r->live[d], root->bytes);
-    r->whole_of[v] = r->nroots++;
+    /* held by the whole's own handle until the blocks end */
+    r->whole_of[v] = new_root(r, d, tr_memory_block_size(bytes), 1);
     reach(r, d, 0);
 }
 
@@ -486,18 +492,13 @@ static void take_whole(struct replay *r, uint32_t v)
 static size_t take_buffer(struct replay *r, const struct tr_value *block)
 {
     uint64_t bytes = value_bytes(block);
-    struct root *root;
-    size_t d = device_index(r, TR_CPU);
+    size_t d = device_index(r, TR_CPU), root;
 
     if (bytes == 0)
         return NO_ROOT;
-    root = &r->roots[r->nroots];
-    root->bytes = tr_memory_block_size(bytes);
-    root->device = d;
-    root->holders = 1;
-    r->live[d] = sat_add(r->live[d], root->bytes);
+    root = new_root(r, d, tr_memory_block_size(bytes), 1);
     reach(r, d, 0);
-    return r->nroots++;
+    return root;
 }
 
 /* Whether stage s has a shorter last block that differs in what it asks
@@ -568,11 +569,7 @@ static void replay_foreach(struct replay *r, size_t s)
     if (has_shorter_last_block(r->prog, s))
         replay_block(r, s, true);
     r->at = blocks_end;
-    if (buffer != NO_ROOT) {
-        struct root *b = &r->roots[buffer];
-        if (r->live[b->device] != UINT64_MAX) /* saturated stays so */
-            r->live[b->device] -= b->bytes; /* after the last block */
-    }
+    let_go(r, buffer); /* after the last block */
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         if (!liveness_block_local(r->prog, s, (uint32_t)v))
             continue;
