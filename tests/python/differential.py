@@ -1146,7 +1146,10 @@ def select_cases():
                                                       ("k=all", (3, 6), "x", lambda a: a, 6, -1, True),
                                                       ("strided", (7, 4), "x.T", lambda a: a.T, 1, -1, True),
                                                       ("k=0", (3, 6), "x", lambda a: a, 0, -1, True),
-                                                      ("long", (2, 3000), "x", lambda a: a, 50, -1, False)]:
+                                                      ("long", (2, 3000), "x", lambda a: a, 50, -1, False),
+                                                      ("panels dim=0", (40, 1100), "x", lambda a: a, 5, 0, True),
+                                                      ("panels strided", (300, 9), "x.T", lambda a: a.T, 3, 0, False),
+                                                      ("panels 3-d", (3, 30, 7), "x", lambda a: a, 4, 1, False)]:
             x = gen(dt, shape, "mix")
             v = x.view(fn)
             order = np.take(stable_order(v.a, dim, largest), range(k), axis=dim)

@@ -305,6 +305,26 @@ static void test_topk_paths(void)
         }
         ok(same, "topk 7 and topk 1500 (%s) agree with a stable sort on ties and NaN",
            largest ? "largest" : "smallest");
+        /* along dim 0 of the transpose, the same lines go by row */
+        {
+            struct tr_tensor *tt = tr_transpose(t, 0, 1), *c[2] = {NULL, NULL};
+            run2("topk", (struct tr_arg[]){tensor_arg(tt), int_arg(7), int_arg(0),
+                                           bool_arg(largest)},
+                 4, c);
+            same = c[1] && is(c[1], TR_DTYPE_I64, 2, (int64_t[]){7, rows});
+            for (int64_t r = 0; same && r < rows; r++) {
+                for (int64_t j = 0; same && j < 7; j++) {
+                    double av = flat(a[0], r * 7 + j), cv = flat(c[0], j * rows + r);
+                    same = flat(c[1], j * rows + r) == flat(a[1], r * 7 + j) &&
+                           (cv == av || (isnan(cv) && isnan(av)));
+                }
+            }
+            ok(same, "topk 7 (%s) along dim 0 of the transpose, row by row, picks the same",
+               largest ? "largest" : "smallest");
+            tr_release(c[0]);
+            tr_release(c[1]);
+            tr_release(tt);
+        }
         for (int i = 0; i < 2; i++) {
             tr_release(s[i]);
             tr_release(a[i]);

@@ -188,6 +188,25 @@ static bool keeps_best(int64_t k, int64_t n)
     return k <= PARTIAL_K && k < n;
 }
 
+/* Columns a thread's panel holds (see top_panel). */
+#define PANEL 512
+
+/* Whether topk along dim d of a shape goes through top_panel: its k best
+ * are kept as the values go by, and a dim after d (the last) gives
+ * neighbouring lines whose values sit side by side in a row. */
+static bool by_panels(int64_t k, int64_t n, int d, int ndim)
+{
+    return keeps_best(k, n) && d < ndim - 1;
+}
+
+/* The room top_panel needs for a panel of width columns: each column's k
+ * entries, its count and its two thresholds (a value and a key), and a row
+ * of values and keys. */
+static int64_t panel_bytes(int64_t k, int64_t width)
+{
+    return width * (k * (int64_t)sizeof(struct entry) + 5 * 8);
+}
+
 /* The room select_line needs for k of n: the entries (k kept, or all n
  * and as many again to merge), and a block of values read as keys. */
 static int64_t room_bytes(int64_t k, int64_t n)
@@ -205,7 +224,8 @@ static int64_t room_bytes(int64_t k, int64_t n)
 
 uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int threads)
 {
-    int64_t n = x->ndim ? x->shape[dim_of(dim, x->ndim)] : 1, numel = 1, lines;
+    int d = dim_of(dim, x->ndim);
+    int64_t n = x->ndim ? x->shape[d] : 1, numel = 1, lines, width;
     uint64_t team, room;
 
     for (int i = 0; i < x->ndim; i++)
@@ -213,9 +233,15 @@ uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int 
     if (numel == 0 || k == 0)
         return 0; /* no result values: tr__k_sort returns before its room */
     lines = numel / n;
-    /* as tr__k_sort: one line's room for each thread of its team */
+    /* as tr__k_sort: one line's (or one panel's) room for each thread of
+     * its team */
     team = lines > 1 && lines * n > PARALLEL_ELEMENTS ? (uint64_t)threads : 1;
-    room = (uint64_t)room_bytes(k, n);
+    if (by_panels(k, n, d, x->ndim)) {
+        width = x->shape[x->ndim - 1] < PANEL ? x->shape[x->ndim - 1] : PANEL;
+        room = (uint64_t)panel_bytes(k, width);
+    } else {
+        room = (uint64_t)room_bytes(k, n);
+    }
     return room > UINT64_MAX / team ? UINT64_MAX : team * room;
 }
 
@@ -252,6 +278,82 @@ static const struct entry *select_line(int64_t k, const char *line, int64_t stri
     return entries;
 }
 
+/* The value whose key (make_keys) is key. */
+static double value_of_key(uint64_t key, bool descending)
+{
+    uint64_t bits;
+    double v;
+
+    if (descending)
+        key = ~key;
+    if (key == UINT64_MAX)
+        return NAN;
+    bits = key >> 63 ? key ^ (UINT64_C(1) << 63) : ~key;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* Where a panel's lines are: width neighbouring lines (columns), each of
+ * n values stepping xs bytes, the columns cs bytes apart. */
+struct panel {
+    const char *x;
+    int64_t n, xs, cs, width;
+};
+
+/*
+ * The k best of each of a panel's columns, found row by row: a row's
+ * values are read side by side (one pass over x in memory order, where
+ * select_line would stride down each column), and only a value that beats
+ * its column's k-th best so far is offered.  A float value is first held
+ * against that k-th value as a double (a NaN threshold lets every value
+ * through), so that the rare candidate alone becomes a key; a value equal
+ * to the threshold is not offered, as offer would refuse it.  The columns
+ * end exactly as select_line leaves them.  Returns the first column's
+ * entries; column c's are k further on for each c.
+ */
+static const struct entry *top_panel(const struct panel *p, int64_t k, enum tr_dtype dtype,
+                                     bool descending, char *room)
+{
+    enum tr_dtype kd = key_dtype(dtype);
+    int64_t w = p->width;
+    struct entry *best = (struct entry *)(void *)room;
+    int64_t *count = (int64_t *)(void *)(room + w * k * (int64_t)sizeof *best);
+    double *limit = (double *)(void *)(count + w);
+    uint64_t *limit_key = (uint64_t *)(void *)(limit + w);
+    char *values = (char *)(limit_key + w);
+    uint64_t *keys = (uint64_t *)(void *)(values + w * 8);
+
+    for (int64_t c = 0; c < w; c++) {
+        count[c] = 0;
+        limit[c] = NAN;
+        limit_key[c] = 0;
+    }
+    for (int64_t r = 0; r < p->n; r++) {
+        tr__cpu_cast_row(values, 8, kd, p->x + r * p->xs, p->cs, dtype, w);
+        if (kd == TR_DTYPE_F64) {
+            const double *v = (const double *)(const void *)values;
+            for (int64_t c = 0; c < w; c++) {
+                if (descending ? v[c] <= limit[c] : v[c] >= limit[c])
+                    continue;
+                make_keys(&keys[c], (const char *)&v[c], kd, 1, descending);
+                offer(best + c * k, &count[c], k, (struct entry){keys[c], r});
+                if (count[c] == k)
+                    limit[c] = value_of_key(best[c * k + k - 1].key, descending);
+            }
+        } else {
+            make_keys(keys, values, kd, w, descending);
+            for (int64_t c = 0; c < w; c++) {
+                if (count[c] == k && keys[c] >= limit_key[c])
+                    continue;
+                offer(best + c * k, &count[c], k, (struct entry){keys[c], r});
+                if (count[c] == k)
+                    limit_key[c] = best[c * k + k - 1].key;
+            }
+        }
+    }
+    return best;
+}
+
 /*
  * topk(x, k, dim, largest, sorted), sort(x, dim, descending) and
  * argsort(x, dim, descending), line by line along dim: the values (x's
@@ -267,11 +369,11 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     bool topk = op->rule == TR__RULE_TOPK, argsort = op->rule == TR__RULE_ARGSORT;
     struct tr_tensor *x, *made[2] = {NULL, NULL}, *scratch = NULL;
     struct tr_tensor *values = NULL, *indices = NULL;
-    int64_t n, k, lines, xs, os, line_bytes;
+    int64_t n, k, lines, xs, os, line_bytes, columns = 1, width = 1;
     int64_t other_shape[TR_MAX_DIMS], other_x[TR_MAX_DIMS], other_o[TR_MAX_DIMS];
     int64_t out_strides[TR_MAX_DIMS];
     size_t item;
-    bool descending, parallel;
+    bool descending, parallel, panels;
     char *room;
     int d, nother = 0, threads;
     tr_status s = TR_OK;
@@ -310,7 +412,14 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     lines = tr_tensor_numel(x) / n;
     parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
     threads = threads_for(parallel);
-    line_bytes = room_bytes(k, n);
+    panels = topk && by_panels(k, n, d, x->ndim);
+    if (panels) {
+        columns = x->shape[x->ndim - 1];
+        width = columns < PANEL ? columns : PANEL;
+        line_bytes = panel_bytes(k, width);
+    } else {
+        line_bytes = room_bytes(k, n);
+    }
     scratch = tr__empty(name, TR_DTYPE_U8, 2, (int64_t[]){threads, line_bytes},
                         made[0]->storage->device);
     if (!scratch) {
@@ -322,9 +431,38 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
         const char *xbase = tr_tensor_data(x);
         char *vbase = values ? values->storage->data + values->offset : NULL;
         int64_t *ibase = (int64_t *)(void *)(indices->storage->data + indices->offset);
+        int64_t tiles = panels ? (columns + width - 1) / width : 0;
 
-#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel)
-        for (int64_t line = 0; line < lines; line++) {
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel && panels)
+        for (int64_t at = 0; at < lines / columns * tiles; at++) {
+            const struct entry *best;
+            int64_t c0 = at % tiles * width, xo = 0, oo = 0;
+            int64_t rest = at / tiles * columns + c0;
+            struct panel p = {NULL, n, xs, other_x[nother - 1],
+                              columns - c0 < width ? columns - c0 : width};
+
+            for (int i = nother - 1; i >= 0; i--) {
+                int64_t pos = rest % other_shape[i];
+                rest /= other_shape[i];
+                xo += pos * other_x[i];
+                oo += pos * other_o[i];
+            }
+            p.x = xbase + xo;
+            best = top_panel(&p, k, x->dtype, descending,
+                             room + (int64_t)thread_index() * line_bytes);
+            for (int64_t c = 0; c < p.width; c++) {
+                int64_t co = oo + c * other_o[nother - 1];
+                for (int64_t j = 0; j < k; j++) {
+                    ibase[co + j * os] = best[c * k + j].index;
+                    if (vbase)
+                        copy_item(vbase + (co + j * os) * (int64_t)item,
+                                  xbase + xo + c * p.cs + best[c * k + j].index * xs, item);
+                }
+            }
+        }
+
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (parallel && !panels)
+        for (int64_t line = 0; line < (panels ? 0 : lines); line++) {
             const struct entry *best;
             int64_t xo = 0, oo = 0, rest = line;
 
