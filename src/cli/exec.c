@@ -429,7 +429,7 @@ static void release_dead(struct exec *x, const struct instr *in)
     for (size_t i = 0; i < in->ndies; i++) {
         if ((x->block_stage >= 0 &&
              !liveness_block_local(x->prog, (size_t)x->block_stage, in->dies[i])) ||
-            in->dies[i] == x->held)
+            (x->held && stage_over_index(x->held, in->dies[i]) >= 0))
             continue;
         tr_release(x->tensors[in->dies[i]]);
         x->tensors[in->dies[i]] = NULL;
@@ -678,9 +678,9 @@ static int run_stage(struct exec *x, size_t s)
         msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
         return exit_for_status(tr_last_status());
     }
-    if (pst->over != VALUE_NONE)
+    if (pst->nover > 0)
         status = exec_foreach(x, s);
-    for (size_t i = pst->first; pst->over == VALUE_NONE && i < pst->first + pst->count &&
+    for (size_t i = pst->first; pst->nover == 0 && i < pst->first + pst->count &&
                                 status == EXIT_OK;
          i++) {
         int k = x->prog->instrs[i].statement;
@@ -847,7 +847,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.o = o;
     x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
     x.block_stage = -1;
-    x.held = VALUE_NONE;
+    x.held = NULL;
     x.drop_behind = tio_readahead_default_threshold();
     if (getenv("TENSORRUN_DROP_BEHIND") && !parse_size(getenv("TENSORRUN_DROP_BEHIND"),
                                                        &x.drop_behind)) {

@@ -89,23 +89,47 @@ static void end_block(struct exec *x, size_t s)
     }
 }
 
-/* Runs block b: rows [start, start + n) of src (over itself, or the
- * block read from a stream into its buffer). */
-static int run_block(struct exec *x, size_t s, const struct stage *st,
-                     struct tr_tensor *const *wholes, const struct tr_tensor *src, int64_t b,
-                     int64_t start, int64_t n)
+/* One value the blocks are cut from, for the whole loop. */
+struct cut {
+    uint32_t block;               /* the value each block is */
+    struct tr_tensor *over;       /* the value cut, or NULL for a stream */
+    struct plan_input *stream;    /* an input read a block at a time (value.streamed) */
+    struct tr_tensor *buffer;     /* its block's pool memory */
+    struct tio_readahead *ra;     /* hints for a mapped over */
+    uint64_t row_bytes;
+};
+
+/* What the blocks are cut from: row-aligned values, the same rows each. */
+struct blocks {
+    const struct stage *st;
+    struct cut cut[FOREACH_MAX_OVER];
+    size_t ncut;
+    int64_t rows, size, nblocks;
+    uint64_t row_bytes;           /* of all the cuts together */
+};
+
+/* Runs block b, rows [start, start + n) of each cut (of over itself, or
+ * of the block read from a stream into its buffer). */
+static int run_block(struct exec *x, size_t s, const struct blocks *bl,
+                     struct tr_tensor *const *wholes, int64_t b, int64_t start, int64_t n)
 {
     const struct program_stage *pst = &x->prog->stages[s];
     size_t first = pst->first + pst->nonce, end = first + pst->nblock;
     struct tr_scope *scope = tr_scope_begin();
+    bool bound = true;
     int status = EXIT_OK;
 
     if (!scope) {
-        msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
+        msg_error(NULL, "stage '%s': %s", bl->st->name, tr_last_error());
         return exit_for_status(tr_last_status());
     }
-    x->tensors[pst->block] = rows_of(src, start, n);
-    for (size_t v = 0; v < x->prog->nvalues && x->tensors[pst->block]; v++) {
+    for (size_t c = 0; c < bl->ncut && bound; c++) {
+        const struct cut *cut = &bl->cut[c];
+        x->tensors[cut->block] = rows_of(cut->stream ? cut->buffer : cut->over,
+                                         cut->stream ? 0 : start, n);
+        bound = x->tensors[cut->block] != NULL;
+    }
+    for (size_t v = 0; v < x->prog->nvalues && bound; v++) {
         /* a block's part of a joined value has the rows its typing says
          * (k of a topk, twice the block's of a reshape), at b times the
          * full blocks' */
@@ -115,27 +139,25 @@ static int run_block(struct exec *x, size_t s, const struct stage *st,
             continue;
         x->join_rows[v] = rows_of(wholes[v], b * part,
                                   x->last_block && pv->has_last ? pv->last_meta.shape[0] : part);
-        if (!x->join_rows[v])
-            break;
+        bound = x->join_rows[v] != NULL;
     }
-    for (size_t v = 0; v < x->prog->nvalues && status == EXIT_OK; v++) {
-        if (x->tensors[pst->block] && (!wholes[v] || x->join_rows[v]))
-            continue;
-        msg_error(NULL, "stage '%s': %s", st->name, tr_last_error());
+    if (!bound) {
+        msg_error(NULL, "stage '%s': %s", bl->st->name, tr_last_error());
         status = exit_for_status(tr_last_status());
     }
     for (size_t i = first; i < end && status == EXIT_OK; i++)
-        status = exec_instr(x, st, i);
+        status = exec_instr(x, bl->st, i);
     end_block(x, s);
     tr_scope_end(scope, NULL, 0);
     return status;
 }
 
-/* Read-ahead and drop-behind for over when it is a mapped input (NULL
- * when it is not, or is not compact). */
-static struct tio_readahead *open_readahead(struct exec *x, size_t s, const struct tr_tensor *over)
+/* Read-ahead and drop-behind for a cut value over when it is a mapped
+ * input (NULL when it is not, or is not compact). */
+static struct tio_readahead *open_readahead(struct exec *x, uint32_t value,
+                                            const struct tr_tensor *over)
 {
-    const struct value *ov = &x->prog->values[x->prog->stages[s].over];
+    const struct value *ov = &x->prog->values[value];
     const struct plan_input *pi;
 
     if (ov->origin != ORIGIN_INPUT || !over)
@@ -144,30 +166,28 @@ static struct tio_readahead *open_readahead(struct exec *x, size_t s, const stru
     return tio_readahead_open(over, pi->input->path, pi->data_offset, x->drop_behind);
 }
 
-/* What the blocks are cut from, for the whole loop. */
-struct blocks {
-    const struct stage *st;
-    struct tr_tensor *over;       /* the value cut, or NULL for a stream */
-    struct plan_input *stream;    /* an input read a block at a time (value.streamed) */
-    struct tr_tensor *buffer;     /* its block's pool memory */
-    struct tio_readahead *ra;     /* hints for a mapped over */
-    int64_t rows, size, nblocks;
-    uint64_t row_bytes;
-};
-
-/* The joined wholes, then a stream's buffer (in the memory pass's order),
- * and the hints. */
+/* The cuts, the joined wholes, then each stream's buffer (in the memory
+ * pass's order), and the hints. */
 static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, struct blocks *bl)
 {
-    const struct value *ov = &x->prog->values[x->prog->stages[s].over];
-    /* over's own description, or, for a stream, its header's (a value
-     * joined by an earlier stage is described as one of its blocks) */
-    struct tr_value m = bl->over ? tr_value_of(bl->over) : ov->meta;
+    const struct program_stage *pst = &x->prog->stages[s];
 
-    bl->rows = m.shape[0];
-    bl->row_bytes = tr_dtype_size(m.dtype);
-    for (int d = 1; d < m.ndim; d++)
-        bl->row_bytes *= (uint64_t)m.shape[d];
+    bl->ncut = pst->nover;
+    for (size_t c = 0; c < bl->ncut; c++) {
+        struct cut *cut = &bl->cut[c];
+        const struct value *ov = &x->prog->values[pst->over[c]];
+        /* over's own description, or, for a stream, its header's (a value
+         * joined by an earlier stage is described as one of its blocks) */
+        struct tr_value m = x->tensors[pst->over[c]] ? tr_value_of(x->tensors[pst->over[c]])
+                                                     : ov->meta;
+        cut->block = pst->block[c];
+        cut->over = x->tensors[pst->over[c]];
+        cut->row_bytes = tr_dtype_size(m.dtype);
+        for (int d = 1; d < m.ndim; d++)
+            cut->row_bytes *= (uint64_t)m.shape[d];
+        bl->row_bytes += cut->row_bytes;
+        bl->rows = m.shape[0]; /* lower.c: the same for every cut */
+    }
     for (size_t v = 0; v < x->prog->nvalues; v++) {
         const struct value *pv = &x->prog->values[v];
         if (pv->stage != (int)s || (pv->join != JOIN_POOL && pv->join != JOIN_FILE))
@@ -176,51 +196,77 @@ static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, str
         if (!wholes[v])
             goto failed;
     }
-    if (ov->streamed) {
-        bl->stream = &x->plan->inputs[ov->input];
+    for (size_t c = 0; c < bl->ncut; c++) {
+        struct cut *cut = &bl->cut[c];
+        const struct value *ov = &x->prog->values[pst->over[c]];
+        struct tr_value m = ov->meta;
+        if (!ov->streamed)
+            continue;
+        cut->stream = &x->plan->inputs[ov->input];
         m.shape[0] = bl->rows < bl->size ? bl->rows : bl->size;
-        bl->buffer = tr_empty(m.dtype, m.ndim, m.shape, TR_CPU);
-        if (!bl->buffer)
+        cut->buffer = tr_empty(m.dtype, m.ndim, m.shape, TR_CPU);
+        if (!cut->buffer)
             goto failed;
     }
-    bl->ra = open_readahead(x, s, bl->over);
+    for (size_t c = 0; c < bl->ncut; c++)
+        bl->cut[c].ra = open_readahead(x, pst->over[c], bl->cut[c].over);
     return EXIT_OK;
 failed:
     msg_error(NULL, "stage '%s': %s", bl->st->name, tr_last_error());
     return exit_for_status(tr_last_status());
 }
 
-/* Block b, rows [start, start + n): read from its stream, or hinted. */
-static int fetch_block(struct blocks *bl, int64_t b, int64_t start, int64_t n)
+/* Block b, rows [start, start + n) of each cut: read from its stream, or
+ * the next block hinted. */
+static int fetch_block(const struct blocks *bl, int64_t b, int64_t start, int64_t n)
 {
-    const char *data = bl->over ? tr_tensor_data(bl->over) : NULL;
     int64_t after = bl->rows - start - n;
 
-    if (bl->stream) {
-        if (tio_file_read_next(bl->stream->file, bl->stream->index,
-                               tr_tensor_data_mut(bl->buffer),
-                               (uint64_t)n * bl->row_bytes) == TR_OK)
-            return EXIT_OK;
-        msg_error(bl->stream->input->path, "input '%s': %s", bl->stream->input->name,
-                  tr_last_error());
-        return exit_for_status(tr_last_status());
+    for (size_t c = 0; c < bl->ncut; c++) {
+        const struct cut *cut = &bl->cut[c];
+        if (cut->stream) {
+            if (tio_file_read_next(cut->stream->file, cut->stream->index,
+                                   tr_tensor_data_mut(cut->buffer),
+                                   (uint64_t)n * cut->row_bytes) == TR_OK)
+                continue;
+            msg_error(cut->stream->input->path, "input '%s': %s", cut->stream->input->name,
+                      tr_last_error());
+            return exit_for_status(tr_last_status());
+        }
+        if (cut->ra && b + 1 < bl->nblocks)
+            tio_readahead_next(cut->ra,
+                               (const char *)tr_tensor_data(cut->over) +
+                                   (uint64_t)(start + n) * cut->row_bytes,
+                               (uint64_t)(after < bl->size ? after : bl->size) * cut->row_bytes);
     }
-    if (bl->ra && b + 1 < bl->nblocks)
-        tio_readahead_next(bl->ra, data + (uint64_t)(start + n) * bl->row_bytes,
-                           (uint64_t)(after < bl->size ? after : bl->size) * bl->row_bytes);
     return EXIT_OK;
 }
 
-/* After the last block: a stream read to its end and checked. */
+/* Block rows [start, start + n) of each mapped cut are consumed. */
+static void done_block(const struct blocks *bl, int64_t start, int64_t n)
+{
+    for (size_t c = 0; c < bl->ncut; c++)
+        if (bl->cut[c].over)
+            tio_readahead_done(bl->cut[c].ra,
+                               (const char *)tr_tensor_data(bl->cut[c].over) +
+                                   (uint64_t)start * bl->cut[c].row_bytes,
+                               (uint64_t)n * bl->cut[c].row_bytes);
+}
+
+/* After the last block: each stream read to its end and checked. */
 static int end_blocks(struct blocks *bl, int status)
 {
-    tio_readahead_close(bl->ra);
-    tr_release(bl->buffer);
-    if (status != EXIT_OK || !bl->stream || tio_file_finish(bl->stream->file) == TR_OK)
-        return status;
-    msg_error(bl->stream->input->path, "input '%s': %s", bl->stream->input->name,
-              tr_last_error());
-    return exit_for_status(tr_last_status());
+    for (size_t c = 0; c < bl->ncut; c++) {
+        struct cut *cut = &bl->cut[c];
+        tio_readahead_close(cut->ra);
+        tr_release(cut->buffer);
+        if (status != EXIT_OK || !cut->stream || tio_file_finish(cut->stream->file) == TR_OK)
+            continue;
+        msg_error(cut->stream->input->path, "input '%s': %s", cut->stream->input->name,
+                  tr_last_error());
+        status = exit_for_status(tr_last_status());
+    }
+    return status;
 }
 
 int exec_foreach(struct exec *x, size_t s)
@@ -232,13 +278,12 @@ int exec_foreach(struct exec *x, size_t s)
     struct tr_tensor **wholes;
     int status = EXIT_OK;
 
-    x->held = pst->over; /* the part before the blocks may read it last */
+    x->held = pst; /* the part before the blocks may read the cut values last */
     for (size_t i = pst->first; i < once_end && status == EXIT_OK; i++)
         status = exec_instr(x, bl.st, i);
-    x->held = VALUE_NONE;
+    x->held = NULL;
     if (status != EXIT_OK)
         return status;
-    bl.over = x->tensors[pst->over];
     wholes = calloc(x->prog->nvalues + 1, sizeof *wholes);
     x->join_rows = calloc(x->prog->nvalues + 1, sizeof *x->join_rows);
     if (!wholes || !x->join_rows) {
@@ -259,12 +304,8 @@ int exec_foreach(struct exec *x, size_t s)
         set_builtins(x, s, start, b, bl.nblocks);
         status = fetch_block(&bl, b, start, n);
         if (status == EXIT_OK)
-            status = run_block(x, s, bl.st, wholes, bl.stream ? bl.buffer : bl.over, b,
-                               bl.stream ? 0 : start, n);
-        if (bl.over)
-            tio_readahead_done(bl.ra, (const char *)tr_tensor_data(bl.over) +
-                                          (uint64_t)start * bl.row_bytes,
-                               (uint64_t)n * bl.row_bytes);
+            status = run_block(x, s, &bl, wholes, b, start, n);
+        done_block(&bl, start, n);
         if (status == EXIT_OK && x->o->verbosity > 0) {
             char t[32];
             msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", bl.st->name,
@@ -276,16 +317,17 @@ int exec_foreach(struct exec *x, size_t s)
     status = end_blocks(&bl, status);
     x->block_stage = -1;
     x->last_block = false;
-    /* each joined value is its whole now; the block itself, all of over */
+    /* each joined value is its whole now; a block itself, all of its cut */
     for (size_t v = 0; v < x->prog->nvalues; v++) {
         const struct value *pv = &x->prog->values[v];
+        int c = stage_block_index(pst, (uint32_t)v);
         if (wholes[v])
             x->tensors[v] = wholes[v];
-        else if (pv->stage == (int)s && pv->join == JOIN_OVER && status == EXIT_OK && bl.over)
-            x->tensors[v] = tr_index_view(bl.over, NULL, 0);
+        else if (pv->join == JOIN_OVER && c >= 0 && status == EXIT_OK && bl.cut[c].over)
+            x->tensors[v] = tr_index_view(bl.cut[c].over, NULL, 0);
     }
     /* what the blocks read but did not make dies after the last one, and
-     * over too when the part before them read it last */
+     * a cut value too when the part before them read it last */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &x->prog->instrs[i];
         for (size_t k = 0; k < in->ndies; k++) {
@@ -295,9 +337,11 @@ int exec_foreach(struct exec *x, size_t s)
             x->tensors[in->dies[k]] = NULL;
         }
     }
-    if (x->prog->values[pst->over].last_use < once_end) {
-        tr_release(x->tensors[pst->over]);
-        x->tensors[pst->over] = NULL;
+    for (size_t c = 0; c < pst->nover; c++) {
+        if (x->prog->values[pst->over[c]].last_use < once_end) {
+            tr_release(x->tensors[pst->over[c]]);
+            x->tensors[pst->over[c]] = NULL;
+        }
     }
     free(wholes);
     free(x->join_rows);

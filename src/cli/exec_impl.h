@@ -31,8 +31,9 @@ struct exec {
     bool check_memory;            /* TENSORRUN_CHECK_MEMORY: peaks must be the pass's */
     /* while a foreach stage's blocks run (exec_foreach.c) */
     int block_stage;              /* the stage; -1 outside the blocks */
-    uint32_t held;                /* the value cut into blocks, while the part before
-                                     them runs: it dies after the blocks at the earliest */
+    const struct program_stage *held; /* while the part before its blocks runs, the
+                                     stage whose cut values die after the blocks at the
+                                     earliest */
     bool last_block;              /* the shorter last block: last_args, last_meta */
     struct tr_tensor **join_rows; /* per value: its block's rows of its joined whole */
     uint64_t drop_behind;         /* a mapped input cut into blocks past this many bytes

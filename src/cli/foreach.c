@@ -109,14 +109,14 @@ static void set_joins(struct program *prog, size_t s, bool *later)
     for (size_t k = 0; k < st->nkept; k++)
         later[st->kept[k]] = true;
     for (size_t t = s + 1; t < prog->nstages; t++)
-        if (prog->stages[t].over != VALUE_NONE)
-            later[prog->stages[t].over] = true; /* a later stage cuts it into blocks */
+        for (size_t i = 0; i < prog->stages[t].nover; i++)
+            later[prog->stages[t].over[i]] = true; /* a later stage cuts it into blocks */
     for (size_t f = 0; f < prog->nfinals; f++)
         later[prog->finals[f]] = true;
     for (size_t v = 0; v < prog->nvalues; v++) {
         struct value *pv = &prog->values[v];
         ptrdiff_t g;
-        bool block = v == st->block;
+        bool block = stage_block_index(st, (uint32_t)v) >= 0;
         if (pv->stage != (int)s || !pv->depends || pv->meta.kind != TR_VALUE_TENSOR ||
             pv->meta.ndim == 0 || (pv->origin != ORIGIN_RESULT && !block))
             continue;
@@ -143,7 +143,7 @@ bool foreach_run(struct program *prog)
     bool *later = NULL, ok = true, any = false;
 
     for (size_t s = 0; s < prog->nstages; s++)
-        any = any || prog->stages[s].over != VALUE_NONE;
+        any = any || prog->stages[s].nover > 0;
     if (!any)
         return true;
     where = calloc(prog->ninstrs + 1, sizeof *where);
@@ -156,7 +156,7 @@ bool foreach_run(struct program *prog)
     old = program_take_instrs(prog, &nold);
     for (size_t i = 0; i < nold && ok;) {
         int s = old[i].stage;
-        if (s >= 0 && prog->stages[s].over != VALUE_NONE) {
+        if (s >= 0 && prog->stages[s].nover > 0) {
             size_t count = 0;
             while (i + count < nold && old[i + count].stage == s)
                 count++;
@@ -170,7 +170,7 @@ bool foreach_run(struct program *prog)
     if (ok)
         renumber(prog, where);
     for (size_t s = 0; ok && s < prog->nstages; s++)
-        if (prog->stages[s].over != VALUE_NONE)
+        if (prog->stages[s].nover > 0)
             set_joins(prog, s, later);
     free(old);
     free(where);

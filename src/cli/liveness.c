@@ -84,7 +84,7 @@ static void extend_over_blocks(struct program *prog, size_t s)
     const struct program_stage *st = &prog->stages[s];
     struct block_reader r = {.prog = prog, .stage = s};
 
-    if (st->over == VALUE_NONE || st->nblock == 0)
+    if (st->nover == 0 || st->nblock == 0)
         return;
     r.last = st->first + st->nonce + st->nblock - 1;
     for (size_t i = st->first + st->nonce; i <= r.last; i++)
@@ -116,10 +116,12 @@ bool liveness_run(struct program *prog)
      * the next stage that has instructions when it has none) */
     for (size_t s = 0; s < prog->nstages; s++) {
         const struct program_stage *st = &prog->stages[s];
-        struct value *over = st->over != VALUE_NONE ? &prog->values[st->over] : NULL;
         size_t last = st->count ? st->first + st->count - 1 : next_stage_start(prog, s);
-        if (over && (over->last_use == LIVE_UNUSED || over->last_use < last))
-            over->last_use = last;
+        for (size_t c = 0; c < st->nover; c++) {
+            struct value *over = &prog->values[st->over[c]];
+            if (over->last_use == LIVE_UNUSED || over->last_use < last)
+                over->last_use = last;
+        }
     }
     for (size_t s = 0; s < prog->nstages; s++)
         extend_over_blocks(prog, s);

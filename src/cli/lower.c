@@ -23,7 +23,7 @@ struct eval {
     struct diag_list *d;
     int stage;
     struct tr_device device;
-    const char *block_name;   /* the foreach value, when any */
+    bool in_foreach;          /* its stage cuts values into blocks */
     uint32_t builtins[3];     /* chunk_start, chunk_index, chunk_count, once read */
     size_t visible;           /* names bound before this statement */
     const struct statement *st;
@@ -136,7 +136,7 @@ static struct result eval_name(struct eval *ev, const struct expr *e)
     int builtin = v ? -1 : builtin_index(e->v.name);
 
     if (builtin >= 0) {
-        if (!ev->block_name) {
+        if (!ev->in_foreach) {
             diag_error(ev->d, e->line, e->col, "use it in a stage with foreach: {over: ..., size: ...}",
                        "'%s' is defined only inside a foreach stage", e->v.name);
             return failed();
@@ -737,12 +737,42 @@ static uint32_t bind_target(struct eval *ev, const char *name, const struct resu
     return program_add_value(ev->prog, &v);
 }
 
+/* Binds the name of a value foreach cuts (the plan value over) to its
+ * block, block_rows long, as the i-th of the stage's blocks. */
+static void bind_block(struct plan *plan, int index, size_t i, const struct plan_value *over,
+                       int64_t block_rows)
+{
+    const struct name_at *at = &plan->pipeline->stages[index].foreach_over[i];
+    struct tr_value meta = over->meta;
+    uint32_t over_value = over->value;
+    const char *name = over->name;
+    struct plan_value *block = plan_bind(plan, name, index, at->line, at->col);
+    struct value b;
+
+    if (!block)
+        return;
+    memset(&b, 0, sizeof b);
+    block->meta = meta;
+    block->meta.shape[0] = block_rows;
+    block->depends_on_block = true;
+    b.meta = block->meta;
+    b.origin = ORIGIN_BUILTIN; /* each block of over, as the block runs */
+    b.name = name;
+    b.line = at->line;
+    b.col = at->col;
+    b.stage = index;
+    b.depends = true;
+    block->value = program_add_value(plan->program, &b);
+    plan->program->stages[index].over[i] = over_value;
+    plan->program->stages[index].block[i] = block->value;
+}
+
 /* Lowers a stage's statements once, binding their targets; block_rows is
- * the foreach block's length (0: no foreach) and over the plan value it
- * cuts (found before the stage's first typing, which may bind its name
+ * the foreach block's length (0: no foreach) and over the plan values it
+ * cuts (found before the stage's first typing, which may bind their names
  * again). */
 static void lower_statements(struct plan *plan, int index, struct diag_list *d, int64_t block_rows,
-                             size_t over_index)
+                             const size_t *over)
 {
     const struct stage *s = &plan->pipeline->stages[index];
     struct plan_stage *ps = &plan->stages[index];
@@ -750,32 +780,11 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
                       .device = ps->device,
                       .builtins = {VALUE_NONE, VALUE_NONE, VALUE_NONE}};
 
-    if (s->has_foreach && block_rows > 0 && over_index < plan->nvalues) {
-        struct plan_value *over = &plan->values[over_index], *block;
-        if (!over->poisoned && over->meta.kind == TR_VALUE_TENSOR) {
-            struct tr_value meta = over->meta;
-            uint32_t over_value = over->value;
-            const char *name = over->name;
-            block = plan_bind(plan, name, index, s->foreach_line, s->foreach_col);
-            if (block) {
-                struct value b;
-                memset(&b, 0, sizeof b);
-                block->meta = meta;
-                block->meta.shape[0] = block_rows;
-                block->depends_on_block = true;
-                b.meta = block->meta;
-                b.origin = ORIGIN_BUILTIN; /* each block of over, as the block runs */
-                b.name = name;
-                b.line = s->foreach_line;
-                b.col = s->foreach_col;
-                b.stage = index;
-                b.depends = true;
-                block->value = program_add_value(plan->program, &b);
-                plan->program->stages[index].over = over_value;
-                plan->program->stages[index].block = block->value;
-            }
-            ev.block_name = name;
-        }
+    if (s->has_foreach && block_rows > 0) {
+        for (size_t i = 0; i < s->nover; i++)
+            bind_block(plan, index, i, &plan->values[over[i]], block_rows);
+        plan->program->stages[index].nover = s->nover;
+        ev.in_foreach = true;
     }
     for (size_t k = 0; k < s->nstatements; k++) {
         const struct statement *st = s->statements[k];
@@ -818,21 +827,6 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
     }
 }
 
-/* The rows of a block of bytes (foreach's size: 64M) of a tensor like t:
- * as many whole rows as fit, at least one. */
-static int64_t rows_in_bytes(const struct tr_value *t, uint64_t bytes)
-{
-    uint64_t row = tr_dtype_size(t->dtype);
-
-    for (int d = 1; d < t->ndim; d++) {
-        if (t->shape[d] == 0)
-            return INT64_MAX; /* rows of nothing: one block */
-        row = row > UINT64_MAX / (uint64_t)t->shape[d] ? UINT64_MAX : row * (uint64_t)t->shape[d];
-    }
-    bytes /= row;
-    return bytes == 0 ? 1 : bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
-}
-
 /* The last block's typing (its errors in last_d) against the full
  * blocks' (the stage's statements typed without error): an error of its
  * own is the pipeline's, with the block's length, and its instructions
@@ -851,7 +845,7 @@ static void check_last_block(struct program *prog, struct diag_list *d,
                            : "choose a foreach size whose blocks all fit, or one that divides "
                              "the rows",
                    "in the last block of foreach, %lld row%s of '%s': %s", (long long)last,
-                   last == 1 ? "" : "s", s->foreach_over, e->message);
+                   last == 1 ? "" : "s", s->foreach_over[0].name, e->message);
         return;
     }
     switch (last_block_pair(prog, first_instr, mid, prog->ninstrs, first_value,
@@ -867,9 +861,75 @@ static void check_last_block(struct program *prog, struct diag_list *d,
                    "long",
                    "foreach: the last block, %lld row%s of '%s', would need other instructions "
                    "than the full blocks",
-                   (long long)last, last == 1 ? "" : "s", s->foreach_over);
+                   (long long)last, last == 1 ? "" : "s", s->foreach_over[0].name);
         return;
     }
+}
+
+/* A foreach stage: typed with full blocks, and again with the last block
+ * when it is shorter, whose errors are the stage's and whose differences
+ * (shapes, constants made from the block's length) the full blocks'
+ * instructions record (its instructions are then dropped); a kept value
+ * that depends on the block is the blocks' values joined along dimension
+ * 0. */
+/* The plan values a foreach stage cuts into blocks (over), all tensors
+ * with the same dimension 0, or false after the error. */
+static bool find_overs(struct plan *plan, int index, struct diag_list *d, size_t *over)
+{
+    const struct stage *s = &plan->pipeline->stages[index];
+    bool ok = true;
+
+    for (size_t i = 0; i < s->nover; i++) {
+        const struct name_at *at = &s->foreach_over[i];
+        const struct plan_value *v = plan_find(plan, at->name, plan->nvalues);
+        if (!v) {
+            diag_error(d, at->line, at->col, NULL,
+                       "foreach: '%s' is used before anything binds it", at->name);
+            ok = false;
+            continue;
+        }
+        over[i] = (size_t)(v - plan->values);
+        if (v->poisoned) {
+            ok = false;
+        } else if (v->meta.kind != TR_VALUE_TENSOR || v->meta.ndim == 0) {
+            diag_error(d, at->line, at->col, NULL,
+                       "foreach: '%s' must be a tensor of at least one dimension", at->name);
+            ok = false;
+        } else if (i > 0 && ok && v->meta.shape[0] != plan->values[over[0]].meta.shape[0]) {
+            diag_error(d, at->line, at->col,
+                       "over: [x, y] cuts values whose rows line up: the same dimension 0",
+                       "foreach: '%s' has %lld rows and '%s' %lld", at->name,
+                       (long long)v->meta.shape[0], s->foreach_over[0].name,
+                       (long long)plan->values[over[0]].meta.shape[0]);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* The rows of a block of size: bytes, over all the values cut together: as
+ * many whole rows of each as fit, at least one. */
+static int64_t rows_in_bytes(const struct plan *plan, const size_t *over, size_t nover,
+                             uint64_t bytes)
+{
+    uint64_t row_bytes = 0;
+
+    for (size_t i = 0; i < nover; i++) {
+        const struct tr_value *t = &plan->values[over[i]].meta;
+        uint64_t row = tr_dtype_size(t->dtype);
+        for (int d = 1; d < t->ndim; d++) {
+            if (t->shape[d] == 0)
+                row = 0; /* rows of nothing */
+            else
+                row = row > UINT64_MAX / (uint64_t)t->shape[d] ? UINT64_MAX
+                                                               : row * (uint64_t)t->shape[d];
+        }
+        row_bytes = row > UINT64_MAX - row_bytes ? UINT64_MAX : row_bytes + row;
+    }
+    if (row_bytes == 0)
+        return INT64_MAX; /* one block */
+    bytes /= row_bytes;
+    return bytes == 0 ? 1 : bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
 }
 
 /* A foreach stage: typed with full blocks, and again with the last block
@@ -881,32 +941,22 @@ static void check_last_block(struct program *prog, struct diag_list *d,
 static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
 {
     const struct stage *s = &plan->pipeline->stages[index];
-    struct plan_value *over = plan_find(plan, s->foreach_over, plan->nvalues);
     struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
+    struct program_stage full;
     int64_t rows, blocks, last, joined, size;
-    size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors, over_index;
-    uint32_t over_id, block_id, first_value;
+    size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors;
+    size_t over[FOREACH_MAX_OVER] = {0};
+    uint32_t first_value;
     struct diag_list last_d;
 
-    if (!over) {
-        diag_error(d, s->foreach_line, s->foreach_col, NULL,
-                   "foreach: '%s' is used before anything binds it", s->foreach_over);
-        lower_statements(plan, index, d, 0, SIZE_MAX);
+    if (!find_overs(plan, index, d, over)) {
+        lower_statements(plan, index, d, 0, NULL);
         return;
     }
-    if (over->poisoned) {
-        lower_statements(plan, index, d, 0, SIZE_MAX);
-        return;
-    }
-    if (over->meta.kind != TR_VALUE_TENSOR || over->meta.ndim == 0) {
-        diag_error(d, s->foreach_line, s->foreach_col, NULL,
-                   "foreach: '%s' must be a tensor of at least one dimension", over->name);
-        lower_statements(plan, index, d, 0, SIZE_MAX);
-        return;
-    }
-    rows = over->meta.shape[0];
-    size = s->foreach_size ? s->foreach_size : rows_in_bytes(&over->meta, s->foreach_bytes);
+    rows = plan->values[over[0]].meta.shape[0];
+    size = s->foreach_size ? s->foreach_size
+                           : rows_in_bytes(plan, over, s->nover, s->foreach_bytes);
     ps->foreach_rows = size;
     blocks = rows / size + (rows % size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * size : 0);
@@ -914,24 +964,22 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
-    over_index = (size_t)(over - plan->values);
-    lower_statements(plan, index, d, rows < size ? rows : size, over_index);
+    lower_statements(plan, index, d, rows < size ? rows : size, over);
     full_end = plan->nvalues;
     ninstrs = prog->ninstrs;
     nvalues = prog->nvalues;
-    over_id = prog->stages[index].over;
-    block_id = prog->stages[index].block;
+    full = prog->stages[index];
     if (blocks < 2 || last == size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {
         diag_init(&last_d, d->path, NULL, 0);
-        lower_statements(plan, index, &last_d, last, over_index);
+        lower_statements(plan, index, &last_d, last, over);
         if (d->errors == errors)
             check_last_block(prog, d, &last_d, s, last, first_instr, ninstrs, first_value,
                              nvalues);
         diag_free(&last_d);
     }
-    /* join along dimension 0 what depends on the block */
+    /* join along dimension 0 what depends on the blocks */
     for (size_t i = start; i < full_end; i++) {
         struct plan_value *v = &plan->values[i];
         const struct plan_value *tail = last >= 0 ? &plan->values[full_end + (i - start)] : v;
@@ -956,7 +1004,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             v->value != VALUE_NONE && v->value < nvalues)
             prog->values[v->value].ragged = true; /* refused if joined: check_joins */
         v->meta.shape[0] = joined;
-        if (v->value != block_id)
+        if (v->value == VALUE_NONE || stage_block_index(&full, v->value) < 0)
             v->meta.strided = false; /* the whole is made compact */
         v->bytes = plan_tensor_bytes(&v->meta);
         if (v->value != VALUE_NONE && v->value < nvalues) {
@@ -966,8 +1014,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     }
     plan->nvalues = full_end;
     program_truncate(prog, ninstrs, nvalues);
-    prog->stages[index].over = over_id;
-    prog->stages[index].block = block_id;
+    prog->stages[index] = full;
 }
 
 void lower_stage(struct plan *plan, int index, struct diag_list *d)
@@ -975,7 +1022,7 @@ void lower_stage(struct plan *plan, int index, struct diag_list *d)
     if (plan->pipeline->stages[index].has_foreach)
         lower_foreach(plan, index, d);
     else
-        lower_statements(plan, index, d, 0, SIZE_MAX);
+        lower_statements(plan, index, d, 0, NULL);
 }
 
 /* ------------------------------------------------------------ outputs */

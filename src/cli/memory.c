@@ -48,7 +48,8 @@ struct replay {
     bool in_blocks;
     bool last_block;             /* replaying a shorter last block: its operands and shapes,
                                     the decisions the full block made */
-    uint32_t held;               /* the value cut into blocks, during the part before them */
+    const struct program_stage *held; /* during the part before its blocks, the stage
+                                    whose cut values die after them at the earliest */
     size_t *whole_of;
     /* per value: what it is to the instructions replayed now; a joined
      * value is its blocks' whole once its stage's blocks have run */
@@ -383,7 +384,7 @@ static void replay_instr(struct replay *r, struct instr *in)
     }
     for (size_t k = 0; k < in->ndies; k++)
         if ((!r->in_blocks || liveness_block_local(r->prog, (size_t)in->stage, in->dies[k])) &&
-            in->dies[k] != r->held)
+            !(r->held && stage_over_index(r->held, in->dies[k]) >= 0))
             release(r, in->dies[k]); /* the rest dies after the last block */
 }
 
@@ -554,50 +555,56 @@ static void replay_foreach(struct replay *r, size_t s)
 {
     struct program_stage *st = &r->prog->stages[s];
     size_t once_end = st->first + st->nonce, blocks_end = once_end + st->nblock;
-    size_t buffer = NO_ROOT;
+    size_t buffer[FOREACH_MAX_OVER];
 
-    r->held = st->over;
+    r->held = st;
     for (r->at = st->first; r->at < once_end && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
-    r->held = VALUE_NONE;
+    r->held = NULL;
     for (size_t v = 0; v < r->prog->nvalues; v++)
         if (r->prog->values[v].stage == (int)s)
             take_whole(r, (uint32_t)v);
-    if (r->prog->values[st->over].streamed)
-        buffer = take_buffer(r, &r->prog->values[st->block].meta);
+    for (size_t c = 0; c < st->nover; c++)
+        buffer[c] = r->prog->values[st->over[c]].streamed
+                        ? take_buffer(r, &r->prog->values[st->block[c]].meta)
+                        : NO_ROOT;
     replay_block(r, s, false);
     if (has_shorter_last_block(r->prog, s))
         replay_block(r, s, true);
     r->at = blocks_end;
-    let_go(r, buffer); /* after the last block */
+    for (size_t c = 0; c < st->nover; c++)
+        let_go(r, buffer[c]); /* after the last block */
     for (size_t v = 0; v < r->prog->nvalues; v++) {
+        int c = stage_block_index(st, (uint32_t)v);
         if (!liveness_block_local(r->prog, s, (uint32_t)v))
             continue;
         if (r->whole_of[v] != NO_ROOT) {
             hold(r, (uint32_t)v, r->whole_of[v]);
             r->roots[r->whole_of[v]].holders--; /* the value's handle is the whole's */
-        } else if (r->prog->values[v].join == JOIN_OVER) {
-            hold(r, (uint32_t)v, r->root_of[st->over]); /* a view of all of over */
+        } else if (r->prog->values[v].join == JOIN_OVER && c >= 0) {
+            hold(r, (uint32_t)v, r->root_of[st->over[c]]); /* a view of all it was cut from */
         }
     }
-    /* then what the blocks read but did not make dies, and over when the
-     * part before them read it last */
+    /* then what the blocks read but did not make dies, and a cut value
+     * when the part before them read it last */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &r->prog->instrs[i];
         for (size_t k = 0; k < in->ndies; k++)
             if (!liveness_block_local(r->prog, s, in->dies[k]))
                 release(r, in->dies[k]);
     }
-    if (r->prog->values[st->over].last_use < once_end)
-        release(r, st->over);
+    for (size_t c = 0; c < st->nover; c++)
+        if (r->prog->values[st->over[c]].last_use < once_end)
+            release(r, st->over[c]);
     for (size_t v = 0; v < r->prog->nvalues; v++) {
         const struct value *pv = &r->prog->values[v];
+        int c = stage_block_index(st, (uint32_t)v);
         if (pv->stage != (int)s)
             continue;
         if (pv->join == JOIN_POOL || pv->join == JOIN_FILE)
             r->meta_of[v] = &pv->joined_meta;
-        else if (pv->join == JOIN_OVER)
-            r->meta_of[v] = r->meta_of[st->over];
+        else if (pv->join == JOIN_OVER && c >= 0)
+            r->meta_of[v] = r->meta_of[st->over[c]];
     }
     for (; r->at < st->first + st->count && r->ok; r->at++)
         replay_instr(r, &r->prog->instrs[r->at]);
@@ -605,12 +612,12 @@ static void replay_foreach(struct replay *r, size_t s)
 
 bool memory_run(struct program *prog, int threads)
 {
-    struct replay r = {.prog = prog, .threads = threads, .held = VALUE_NONE};
+    struct replay r = {.prog = prog, .threads = threads};
     size_t cap = prog->ninstrs + prog->nstages + 2;
 
     /* a root per value (a block's twice: the full one and the last), one
      * per joined whole, one per stream's buffer */
-    r.roots = calloc(3 * prog->nvalues + prog->nstages + 1, sizeof *r.roots);
+    r.roots = calloc(3 * prog->nvalues + prog->nstages * FOREACH_MAX_OVER + 1, sizeof *r.roots);
     r.root_of = malloc((prog->nvalues + 1) * sizeof *r.root_of);
     r.whole_of = malloc((prog->nvalues + 1) * sizeof *r.whole_of);
     r.meta_of = malloc((prog->nvalues + 1) * sizeof *r.meta_of);
@@ -639,9 +646,9 @@ bool memory_run(struct program *prog, int threads)
     for (size_t s = 0; s < prog->nstages && r.ok; s++) {
         struct program_stage *st = &prog->stages[s];
         begin_stage(&r, st);
-        if (st->over != VALUE_NONE)
+        if (st->nover > 0)
             replay_foreach(&r, s);
-        for (r.at = st->first; st->over == VALUE_NONE && r.at < st->first + st->count && r.ok;
+        for (r.at = st->first; st->nover == 0 && r.at < st->first + st->count && r.ok;
              r.at++)
             replay_instr(&r, &prog->instrs[r.at]);
         end_stage(&r, s);

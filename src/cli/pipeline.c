@@ -973,7 +973,7 @@ static void parse_keep(struct ctx *c, struct stage *st, const struct ynode *v)
         return;
     for (size_t i = 0; i < v->count; i++) {
         const struct ynode *n = v->items[i];
-        struct keep_name *kn;
+        struct name_at *kn;
 
         if (n->kind != YNODE_SCALAR || is_null(n)) {
             expected(c, n, "a value name", "keep", NULL);
@@ -1020,6 +1020,56 @@ static bool parse_block_size(struct ctx *c, const struct ynode *n, struct stage 
     return true;
 }
 
+/* foreach's over: a value name, or a list of them (row-aligned values
+ * cut into blocks together), each once. */
+static bool parse_over(struct ctx *c, struct stage *st, const struct ynode *n)
+{
+    const struct ynode *const *items = &n;
+    size_t count = 1;
+    bool ok = true;
+
+    if (n->kind == YNODE_SEQUENCE) {
+        items = (const struct ynode *const *)n->items;
+        count = n->count;
+        if (count == 0 || count > FOREACH_MAX_OVER) {
+            diag_error(c->d, n->line, n->col, "write over: NAME, or over: [x, y] for row-aligned "
+                       "values",
+                       "over lists %zu values; it takes 1 to %d", count, FOREACH_MAX_OVER);
+            return false;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        const struct ynode *name = items[i];
+        bool fresh = true;
+
+        if (name->kind != YNODE_SCALAR || is_null(name)) {
+            expected(c, name, "a value name", "over", "write over: NAME, or over: [x, y]");
+            ok = false;
+            continue;
+        }
+        if (!check_identifier(c, name, "value name")) {
+            ok = false;
+            continue;
+        }
+        for (size_t j = 0; j < st->nover && fresh; j++) {
+            if (strcmp(st->foreach_over[j].name, name->value) == 0) {
+                diag_error(c->d, name->line, name->col, "name each value once",
+                           "over names '%s' twice", name->value);
+                fresh = ok = false;
+            }
+        }
+        if (!fresh)
+            continue;
+        st->foreach_over[st->nover].name = dup_text(c, name->value);
+        if (!st->foreach_over[st->nover].name)
+            return false;
+        st->foreach_over[st->nover].line = name->line;
+        st->foreach_over[st->nover].col = name->col;
+        st->nover++;
+    }
+    return ok;
+}
+
 static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v)
 {
     const struct ynode *over = NULL, *size = NULL;
@@ -1040,12 +1090,7 @@ static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v
             continue;
         if (key_is(k, "over")) {
             over = n;
-            if (n->kind != YNODE_SCALAR || is_null(n)) {
-                expected(c, n, "a value name", "over", NULL);
-                ok = false;
-            } else if (!check_identifier(c, n, "value name")) {
-                ok = false;
-            }
+            ok = parse_over(c, st, n) && ok;
         } else if (key_is(k, "size")) {
             size = n;
             if (!parse_block_size(c, n, st))
@@ -1053,9 +1098,6 @@ static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v
         }
     }
     if (!over || !size || !ok)
-        return;
-    st->foreach_over = dup_text(c, over->value);
-    if (!st->foreach_over)
         return;
     st->has_foreach = true;
     st->foreach_line = over->line;
@@ -1683,7 +1725,8 @@ void pipeline_free(struct pipeline *p)
         for (size_t j = 0; j < st->nkeep; j++)
             free(st->keep[j].name);
         free(st->keep);
-        free(st->foreach_over);
+        for (size_t j = 0; j < st->nover; j++)
+            free(st->foreach_over[j].name);
     }
     free(p->stages);
     for (size_t i = 0; i < p->noutputs; i++) {

@@ -33,10 +33,13 @@ struct input {
     struct tio_raw_layout raw;
 };
 
-struct keep_name {
+/* A name and where it is written. */
+struct name_at {
     char *name;
     int line, col;
 };
+
+#define FOREACH_MAX_OVER 8 /* the values one foreach cuts into blocks together */
 
 struct stage {
     char *name;
@@ -46,13 +49,14 @@ struct stage {
     bool device_auto;       /* device: auto */
     struct statement **statements;
     size_t nstatements;
-    struct keep_name *keep;
+    struct name_at *keep;
     size_t nkeep;
     bool keep_cache;
     bool matmul_high;       /* matmul_precision: high (TF32 allowed on CUDA) */
     bool has_foreach;
-    char *foreach_over;
-    int foreach_line, foreach_col;
+    struct name_at foreach_over[FOREACH_MAX_OVER]; /* row-aligned: the same dim 0 */
+    size_t nover;
+    int foreach_line, foreach_col; /* of over: */
     int64_t foreach_size;   /* rows a block, or 0 when given in bytes */
     uint64_t foreach_bytes; /* size: in bytes (64M), turned into rows of over */
 };

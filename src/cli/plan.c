@@ -278,8 +278,9 @@ static uint32_t binding_value(struct plan *plan, const struct plan_value *v,
 static bool cut_into_blocks(const struct pipeline *p, const struct input *in)
 {
     for (size_t s = 0; s < p->nstages; s++)
-        if (p->stages[s].has_foreach && strcmp(p->stages[s].foreach_over, in->name) == 0)
-            return true;
+        for (size_t c = 0; p->stages[s].has_foreach && c < p->stages[s].nover; c++)
+            if (strcmp(p->stages[s].foreach_over[c].name, in->name) == 0)
+                return true;
     return false;
 }
 
@@ -586,8 +587,9 @@ static void note_read(uint32_t value, void *ctx)
 static bool read_elsewhere(const struct program *prog, size_t s, uint32_t v, const bool *read)
 {
     const struct program_stage *st = &prog->stages[s];
+    int c = stage_over_index(st, v);
 
-    if (read[v] || prog->values[st->block].join == JOIN_OVER)
+    if (read[v] || prog->values[st->block[c]].join == JOIN_OVER)
         return true;
     for (size_t o = 0; o < prog->noutputs; o++)
         if (prog->outputs[o] == v)
@@ -599,9 +601,29 @@ static bool read_elsewhere(const struct program *prog, size_t s, uint32_t v, con
         for (size_t k = 0; k < prog->stages[t].nkept; k++)
             if (prog->stages[t].kept[k] == v)
                 return true;
-        if (t != s && prog->stages[t].over == v)
+        if (t != s && stage_over_index(&prog->stages[t], v) >= 0)
             return true;
     }
+    return false;
+}
+
+/* Whether input i's stream holds another input's tensor too: one stream
+ * cannot be read a block at a time at two places. */
+static bool stream_shared(const struct plan *plan, size_t i)
+{
+    for (size_t j = 0; j < plan->ninputs; j++)
+        if (j != i && plan->inputs[j].file == plan->inputs[i].file)
+            return true;
+    return false;
+}
+
+/* Whether a foreach stage cuts its c-th value twice (two names for one
+ * value): one stream cannot give the same rows twice. */
+static bool cut_twice(const struct program_stage *st, size_t c)
+{
+    for (size_t k = 0; k < st->nover; k++)
+        if (k != c && st->over[k] == st->over[c])
+            return true;
     return false;
 }
 
@@ -621,21 +643,21 @@ static bool stream_inputs(struct plan *plan, struct diag_list *d)
     for (size_t i = 0; i < prog->ninstrs; i++)
         instr_reads(&prog->instrs[i], note_read, read);
     for (size_t s = 0; s < prog->nstages; s++) {
-        struct value *ov;
-        struct plan_input *pi;
-        if (prog->stages[s].over == VALUE_NONE)
-            continue;
-        ov = &prog->values[prog->stages[s].over];
-        if (ov->origin != ORIGIN_INPUT)
-            continue;
-        pi = &plan->inputs[ov->input];
-        if (!pi->file || !tio_file_streams_rows(pi->file, pi->index) ||
-            read_elsewhere(prog, s, prog->stages[s].over, read))
-            continue;
-        ov->streamed = true;
-        ov->stream_bytes = 0;
-        ov->copy_bytes = 0; /* rows are read into an aligned block, in order */
-        plan->inputs[ov->input].streamed = true;
+        for (size_t c = 0; c < prog->stages[s].nover; c++) {
+            struct value *ov = &prog->values[prog->stages[s].over[c]];
+            struct plan_input *pi;
+            if (ov->origin != ORIGIN_INPUT)
+                continue;
+            pi = &plan->inputs[ov->input];
+            if (!pi->file || !tio_file_streams_rows(pi->file, pi->index) ||
+                read_elsewhere(prog, s, prog->stages[s].over[c], read) ||
+                stream_shared(plan, ov->input) || cut_twice(&prog->stages[s], c))
+                continue;
+            ov->streamed = true;
+            ov->stream_bytes = 0;
+            ov->copy_bytes = 0; /* rows are read into an aligned block, in order */
+            plan->inputs[ov->input].streamed = true;
+        }
     }
     free(read);
     for (size_t v = 0; v < prog->nvalues; v++) {

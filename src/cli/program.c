@@ -32,8 +32,6 @@ struct program *program_new(size_t nstages, size_t noutputs)
     prog->noutputs = noutputs;
     for (size_t o = 0; o < noutputs; o++)
         prog->outputs[o] = VALUE_NONE;
-    for (size_t s = 0; s < nstages; s++)
-        prog->stages[s].over = prog->stages[s].block = VALUE_NONE;
     return prog;
 }
 
@@ -192,6 +190,22 @@ void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), 
 bool op_is_view(const struct tr_op_info *op)
 {
     return op->group_id == TR_GROUP_VIEWS;
+}
+
+int stage_block_index(const struct program_stage *st, uint32_t v)
+{
+    for (size_t i = 0; i < st->nover; i++)
+        if (st->block[i] == v)
+            return (int)i;
+    return -1;
+}
+
+int stage_over_index(const struct program_stage *st, uint32_t v)
+{
+    for (size_t i = 0; i < st->nover; i++)
+        if (st->over[i] == v)
+            return (int)i;
+    return -1;
 }
 
 const struct instr *program_unsupported(const struct program *prog, size_t s)

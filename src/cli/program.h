@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pipeline.h" /* FOREACH_MAX_OVER */
 #include "tensorrun_ops.h"
 
 #define VALUE_NONE UINT32_MAX
@@ -190,8 +191,9 @@ struct program_stage {
     size_t nkept;
     uint32_t *keeps;             /* tensor values made here or before, alive after it */
     size_t nkeeps;
-    uint32_t over, block;        /* foreach: the value cut into blocks, and the block
-                                    (VALUE_NONE when not a foreach stage) */
+    uint32_t over[FOREACH_MAX_OVER];  /* foreach: the values cut into blocks together, */
+    uint32_t block[FOREACH_MAX_OVER]; /* and their blocks */
+    size_t nover;                /* 0: not a foreach stage */
     size_t nonce, nblock;        /* foreach: its instructions are nonce PART_ONCE, then
                                     nblock PART_BLOCK, then PART_AFTER */
     struct tr_device device;     /* where its instructions run */
@@ -246,6 +248,11 @@ void program_truncate(struct program *prog, size_t n, size_t v);
 
 /* Whether op makes views of its argument rather than new memory. */
 bool op_is_view(const struct tr_op_info *op);
+
+/* Which of a foreach stage's blocks v is, or of the values it cuts into
+ * blocks: its index in block (over), or -1. */
+int stage_block_index(const struct program_stage *st, uint32_t v);
+int stage_over_index(const struct program_stage *st, uint32_t v);
 
 /* Calls fn for every value an instruction reads (repeats included): none
  * for a step of a fused chain, the chain's inputs for the chain. */

@@ -238,7 +238,7 @@ static void print_foreach(const struct plan *plan, size_t s, FILE *out)
         if (pv->origin != ORIGIN_BUILTIN || pv->stage != (int)s)
             continue;
         snprintf(id, sizeof id, "%%%zu %s", v, pv->name);
-        if (v == pst->block) {
+        if (stage_block_index(pst, (uint32_t)v) >= 0) {
             fprintf(out, "    %-12s = %-48s %-18s view\n", id, "(each block of the foreach)",
                     plan_describe(&pv->meta, a, sizeof a));
             if (pv->has_last)
@@ -344,12 +344,15 @@ void program_print(const struct plan *plan, FILE *out)
         const struct program_stage *pst = &prog->stages[s];
         fprintf(out, "stage %zu \"%s\" on %s", s + 1, ps->stage->name ? ps->stage->name : "?",
                 tr_device_format(ps->device, dev, sizeof dev));
-        if (ps->stage->has_foreach)
-            fprintf(out, ", foreach %s by %lld rows (%lld block%s)", ps->stage->foreach_over,
-                    (long long)ps->foreach_rows, (long long)ps->foreach_blocks,
-                    ps->foreach_blocks == 1 ? "" : "s");
+        if (ps->stage->has_foreach) {
+            fprintf(out, ", foreach ");
+            for (size_t c = 0; c < ps->stage->nover; c++)
+                fprintf(out, "%s%s", c ? ", " : "", ps->stage->foreach_over[c].name);
+            fprintf(out, " by %lld rows (%lld block%s)", (long long)ps->foreach_rows,
+                    (long long)ps->foreach_blocks, ps->foreach_blocks == 1 ? "" : "s");
+        }
         fprintf(out, ":\n");
-        if (pst->over != VALUE_NONE)
+        if (pst->nover > 0)
             print_foreach(plan, s, out);
         else
             for (size_t i = pst->first; i < pst->first + pst->count; i++)
@@ -646,7 +649,10 @@ void program_print_json(const struct plan *plan, FILE *out)
                 json_object_set_new(peaks, name, json_integer((json_int_t)pst->memory[k].peak_bytes));
         }
         if (ps->stage->has_foreach) {
-            json_object_set_new(o, "foreach_over", json_string(ps->stage->foreach_over));
+            json_t *over = json_array();
+            for (size_t c = 0; c < ps->stage->nover; c++)
+                json_array_append_new(over, json_string(ps->stage->foreach_over[c].name));
+            json_object_set_new(o, "foreach_over", over);
             json_object_set_new(o, "foreach_size", json_integer(ps->foreach_rows));
             json_object_set_new(o, "foreach_blocks", json_integer(ps->foreach_blocks));
             json_object_set_new(o, "joins", json_joins(prog, s));

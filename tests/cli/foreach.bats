@@ -521,3 +521,60 @@ EOF2
     run_tensorrun 0 empty.yaml -q
     NPY_INPUTS=t npy_is s.npy 't * np.float32(2)'
 }
+
+@test "over: [x, y] cuts row-aligned values into the same blocks: features and labels, mapped or streamed" {
+    "$PY" -c '
+import numpy as np
+rng = np.random.default_rng(5)
+np.save("f.npy", rng.standard_normal((1000, 6)).astype(np.float32))
+np.save("l.npy", rng.integers(0, 3, 1000).astype(np.int64))
+np.save("short.npy", np.zeros(999, np.int64))'
+    cat > pairs.yaml <<'EOF2'
+tensorrun: 1
+inputs: {f: f.npy, l: l.npy}
+stages:
+  - name: score
+    foreach: {over: [f, l], size: 300}
+    do:
+      - s = sum(f, dim=1) * cast(l, f32)
+      - at = l + chunk_start
+    keep: [s]
+  - name: total
+    do: [t = sum(s)]
+outputs: {s: s.npy, at: at.npy, t: t.npy}
+EOF2
+    run_tensorrun 0 validate pairs.yaml
+    [[ "$output" == *"foreach f, l by 300 rows (4 blocks)"* ]]
+    run_tensorrun 0 validate pairs.yaml --json
+    printf '%s' "$output" | "$PY" -c '
+import json, sys
+st = json.load(sys.stdin)["stages"][0]
+assert st["foreach_over"] == ["f", "l"] and st["foreach_blocks"] == 4, st'
+    run_tensorrun 0 pairs.yaml -q
+    NPY_INPUTS="f l" npy_is s.npy 'f.sum(axis=1, dtype=np.float32) * l.astype(np.float32)'
+    NPY_INPUTS="l" npy_is at.npy 'l + np.repeat(np.arange(0, 1000, 300), [300, 300, 300, 100])'
+    peaks_match pairs.yaml
+    cp s.npy s-mapped.npy
+    # each streamed a block at a time: a pipe and a .zst, together
+    zstd -q l.npy -o l.npy.zst
+    zstd -q f.npy -o f.npy.zst
+    run_tensorrun 0 validate pairs.yaml -i f=- -i l=l.npy.zst < <(cat f.npy)
+    [[ "$output" == *"l.npy.zst, read a block at a time by its foreach stage"* ]]
+    [[ "$output" == *"f32[1000,6]"*"-, read a block at a time by its foreach stage"* ]]
+    cat f.npy | run_tensorrun 0 pairs.yaml -i f=- -i l=l.npy.zst -q
+    cmp s.npy s-mapped.npy
+    peaks_match pairs.yaml -i f=f.npy.zst -i l=l.npy.zst
+    # size: in bytes counts a row of each: 6 f32 and one i64, 32 bytes
+    sed -i 's/size: 300/size: 3200B/' pairs.yaml
+    run_tensorrun 0 validate pairs.yaml
+    [[ "$output" == *"foreach f, l by 100 rows (10 blocks)"* ]]
+    # rows that do not line up, a name twice, an empty list
+    run_tensorrun 3 validate pairs.yaml -i l=short.npy
+    [[ "$stderr" == *"foreach: 'l' has 999 rows and 'f' 1000"* ]]
+    sed -i 's/over: \[f, l\]/over: [f, l, f]/' pairs.yaml
+    run_tensorrun 3 validate pairs.yaml
+    [[ "$stderr" == *"over names 'f' twice"* ]]
+    sed -i 's/over: \[f, l, f\]/over: []/' pairs.yaml
+    run_tensorrun 3 validate pairs.yaml
+    [[ "$stderr" == *"over lists 0 values; it takes 1 to 8"* ]]
+}

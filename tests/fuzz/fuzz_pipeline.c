@@ -102,7 +102,12 @@ static void check_complete(const struct pipeline *p)
         for (size_t j = 0; j < st->nkeep; j++)
             check(st->keep[j].name != NULL);
         check(!st->has_foreach ||
-              (st->foreach_over && (st->foreach_size > 0) != (st->foreach_bytes > 0)));
+              (st->nover > 0 && (st->foreach_size > 0) != (st->foreach_bytes > 0)));
+        for (size_t j = 0; j < st->nover; j++) {
+            check(st->foreach_over[j].name != NULL);
+            for (size_t k = 0; k < j; k++)
+                check(strcmp(st->foreach_over[j].name, st->foreach_over[k].name) != 0);
+        }
     }
     for (size_t i = 0; i < p->noutputs; i++) {
         const struct output *o = &p->outputs[i];
@@ -331,8 +336,9 @@ static void check_program(const struct plan *plan)
         /* a join: of a value made from a foreach stage's block; into a
          * mappable file whose write writes it; the block is its over */
         if (pv->join != JOIN_NONE) {
-            check(pv->stage >= 0 && prog->stages[pv->stage].over != VALUE_NONE && pv->depends);
-            check((pv->join == JOIN_OVER) == (v == prog->stages[pv->stage].block));
+            check(pv->stage >= 0 && prog->stages[pv->stage].nover > 0 && pv->depends);
+            check((pv->join == JOIN_OVER) ==
+                  (stage_block_index(&prog->stages[pv->stage], (uint32_t)v) >= 0));
         }
         if (pv->join == JOIN_FILE) {
             check(pv->join_group >= 0 && (size_t)pv->join_group < prog->ngroups &&
@@ -386,7 +392,7 @@ static void check_program(const struct plan *plan)
         }
         /* foreach: the parts in order, nothing once that needs the block,
          * only writes after the blocks */
-        if (st->over == VALUE_NONE) {
+        if (st->nover == 0) {
             for (size_t i = st->first; i < st->first + st->count; i++)
                 check(prog->instrs[i].part == PART_STAGE);
         } else {
@@ -406,12 +412,14 @@ static void check_program(const struct plan *plan)
                 }
             }
         }
-        check(st->over == VALUE_NONE || st->over < prog->nvalues);
-        check(st->block == VALUE_NONE || st->block < prog->nvalues);
-        /* the value cut into blocks outlives every block */
-        if (st->over != VALUE_NONE && st->count) {
-            size_t lu = prog->values[st->over].last_use;
-            check(lu == LIVE_FOREVER || lu >= st->first + st->count - 1);
+        /* the values cut into blocks outlive every block */
+        check(st->nover <= FOREACH_MAX_OVER);
+        for (size_t c = 0; c < st->nover; c++) {
+            check(st->over[c] < prog->nvalues && st->block[c] < prog->nvalues);
+            if (st->count) {
+                size_t lu = prog->values[st->over[c]].last_use;
+                check(lu == LIVE_FOREVER || lu >= st->first + st->count - 1);
+            }
         }
     }
     check(at == prog->ninstrs);

@@ -283,8 +283,9 @@ static void test_foreach(void)
                           .stage = 0, .depends = true};
     uint32_t b = program_add_value(prog, &block), y, c, d, t, z;
 
-    prog->stages[0].over = x;
-    prog->stages[0].block = b;
+    prog->stages[0].over[0] = x;
+    prog->stages[0].nover = 1;
+    prog->stages[0].block[0] = b;
     y = binary(prog, 0, TR_OP_ADD, val(b), val(w), "y");
     c = binary(prog, 0, TR_OP_MUL, val(w), num(2), "c");
     d = binary(prog, 0, TR_OP_MUL, val(c), num(3), "d");
@@ -332,8 +333,9 @@ static void test_foreach(void)
     prog = program_new(2, 1);
     x = input(prog, "x");
     b = program_add_value(prog, &block);
-    prog->stages[0].over = x;
-    prog->stages[0].block = b;
+    prog->stages[0].over[0] = x;
+    prog->stages[0].nover = 1;
+    prog->stages[0].block[0] = b;
     prog->stages[0].kept = program_alloc(prog, sizeof(uint32_t));
     prog->stages[0].kept[0] = b;
     prog->stages[0].nkept = 1;
@@ -552,8 +554,9 @@ static void test_foreach_memory(void)
     c = input(prog, "c");
     block.meta = tensor(256);
     b = program_add_value(prog, &block);
-    prog->stages[0].over = x;
-    prog->stages[0].block = b;
+    prog->stages[0].over[0] = x;
+    prog->stages[0].nover = 1;
+    prog->stages[0].block[0] = b;
     prog->stages[0].kept = program_alloc(prog, 2 * sizeof(uint32_t));
     w = binary(prog, 0, TR_OP_MUL, val(c), num(0.5), "w"); /* once */
     y = binary(prog, 0, TR_OP_MUL, val(b), num(2), "y");

@@ -226,7 +226,7 @@ static void test_full(void)
                "the statement starts where its text does");
         st = &p->stages[1];
         ok(st->has_device && !st->device_auto && st->device.kind == TR_DEV_CPU, "device: cpu");
-        ok(st->has_foreach && strcmp(st->foreach_over, "emb") == 0 &&
+        ok(st->has_foreach && st->nover == 1 && strcmp(st->foreach_over[0].name, "emb") == 0 &&
                st->foreach_size == 65536 && st->foreach_line == 23 && st->foreach_col == 21,
            "foreach over emb, size 65536, at the name");
         is_int(st->nstatements, 3, "three statements");
@@ -504,6 +504,32 @@ static void test_stages(void)
         ok(p->stages[6].nkeep == 1 && strcmp(p->stages[6].keep[0].name, "ok") == 0,
            "good keep names are kept");
     }
+    pipeline_free(p);
+
+    p = load("tensorrun: 1\nstages:\n"
+             "  - name: a\n"                                  /* 3 */
+             "    foreach: {over: [f, labels], size: 8}\n"    /* 4 */
+             "    do: [y = f]\n"                              /* 5 */
+             "  - name: b\n"                                  /* 6 */
+             "    foreach: {over: [f, g, f], size: 8}\n"      /* 7 */
+             "    do: [y = f]\n"                              /* 8 */
+             "  - name: c\n"                                  /* 9 */
+             "    foreach: {over: [], size: 8}\n"             /* 10 */
+             "    do: [y = f]\n"                              /* 11 */
+             "  - name: d\n"                                  /* 12 */
+             "    foreach: {over: [f, [g]], size: 8}\n"       /* 13 */
+             "    do: [y = f]\n");                            /* 14 */
+    ok(p && p->nstages == 4 && p->stages[0].has_foreach && p->stages[0].nover == 2 &&
+           strcmp(p->stages[0].foreach_over[1].name, "labels") == 0 &&
+           p->stages[0].foreach_over[1].line == 4 && p->stages[0].foreach_over[1].col == 25,
+       "over: [f, labels], each name at its place");
+    has_error(7, 28, "over names 'f' twice", "a name cut twice");
+    has_error(10, 21, "over lists 0 values; it takes 1 to 8", "an empty over");
+    has_error(13, 25, "expected a value name for 'over', found a sequence", "a list in over");
+    error_count(3, "each bad over");
+    ok(p && !p->stages[1].has_foreach && !p->stages[2].has_foreach &&
+           !p->stages[3].has_foreach,
+       "a bad over is no foreach");
     pipeline_free(p);
 
     p = load("tensorrun: 1\nstages:\n  - name: a\n    do:\n      - no equals here\n"
