@@ -11,7 +11,7 @@ set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 install_deps $TR_FUZZ_PACKAGES bats bats-assert bats-support python3-numpy python3-torch \
-    valgrind zstd || exit 1
+    python3-dask valgrind zstd || exit 1
 
 jobs=$(nproc)
 passed=0 failed=0 skipped=0

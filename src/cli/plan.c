@@ -607,16 +607,6 @@ static bool read_elsewhere(const struct program *prog, size_t s, uint32_t v, con
     return false;
 }
 
-/* Whether input i's stream holds another input's tensor too: one stream
- * cannot be read a block at a time at two places. */
-static bool stream_shared(const struct plan *plan, size_t i)
-{
-    for (size_t j = 0; j < plan->ninputs; j++)
-        if (j != i && plan->inputs[j].file == plan->inputs[i].file)
-            return true;
-    return false;
-}
-
 /* Whether a foreach stage cuts its c-th value twice (two names for one
  * value): one stream cannot give the same rows twice. */
 static bool cut_twice(const struct program_stage *st, size_t c)
@@ -651,7 +641,7 @@ static bool stream_inputs(struct plan *plan, struct diag_list *d)
             pi = &plan->inputs[ov->input];
             if (!pi->file || !tio_file_streams_rows(pi->file, pi->index) ||
                 read_elsewhere(prog, s, prog->stages[s].over[c], read) ||
-                stream_shared(plan, ov->input) || cut_twice(&prog->stages[s], c))
+                cut_twice(&prog->stages[s], c))
                 continue;
             ov->streamed = true;
             ov->stream_bytes = 0;

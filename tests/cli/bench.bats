@@ -95,3 +95,24 @@ print(int(x.astype("f8").sum()))' > want
     assert_line --partial "blocks"
     [ ! -e "$BATS_TEST_TMPDIR/tensorrun-bench-search" ]
 }
+
+@test "bigfile_bench.py writes its file with tensorrun, reads it beside Dask and dd, and checks both sums, at a tiny size" {
+    if ! /usr/bin/python3 -c 'import dask.array' 2> /dev/null; then
+        [ "${CI:-}" != true ] || fail "CI installs python3-dask"
+        skip "python3-dask is not installed"
+    fi
+    TMPDIR=$BATS_TEST_TMPDIR TR_BIG_GIB=0.02 \
+        run timeout 300 /usr/bin/python3 "${TR_SRCDIR:-$BATS_TEST_DIRNAME/../..}/bench/bigfile_bench.py" \
+        "$TENSORRUN"
+    assert_success
+    assert_line --partial "written by tensorrun in"
+    assert_line --regexp "^  disk: dd, O_DIRECT +[0-9.]+ s"
+    assert_line --regexp "^  tensorrun +[0-9.]+ s .* peak RSS +[0-9.]+ MiB"
+    assert_line --regexp "^  Dask array +[0-9.]+ s"
+    assert_line --regexp "tensorrun/Dask: time [0-9.]+x \((MET|NOT MET)\), peak RSS [0-9.]+x"
+    errs=$(sed -n 's/.*relative to the largest: tensorrun \([0-9.e-]*\), Dask \([0-9.e-]*\)$/\1 \2/p' <<< "$output")
+    /usr/bin/python3 -c "import sys; assert all(float(e) < 1e-5 for e in sys.argv[1:]), sys.argv" $errs
+    assert_line --partial "note: TR_BIG_GIB=0.02: the file fits in RAM"
+    [ ! -e "$BATS_TEST_TMPDIR/tensorrun-bench-bigfile" ]
+    [ -z "$(ls -d "$BATS_TEST_TMPDIR"/tensorrun-bench-bigfile.* 2> /dev/null)" ]
+}
