@@ -293,6 +293,19 @@ static double value_of_key(uint64_t key, bool descending)
     return v;
 }
 
+/* Offers float value v at row r to a column's k best, and keeps its
+ * threshold, the k-th best value once there are k. */
+static void offer_value(struct entry *best, int64_t *count, double *limit, int64_t k, double v,
+                        int64_t r, bool descending)
+{
+    uint64_t key;
+
+    make_keys(&key, (const char *)&v, TR_DTYPE_F64, 1, descending);
+    offer(best, count, k, (struct entry){key, r});
+    if (*count == k)
+        *limit = value_of_key(best[k - 1].key, descending);
+}
+
 /* Where a panel's lines are: width neighbouring lines (columns), each of
  * n values stepping xs bytes, the columns cs bytes apart. */
 struct panel {
@@ -329,17 +342,24 @@ static const struct entry *top_panel(const struct panel *p, int64_t k, enum tr_d
         limit_key[c] = 0;
     }
     for (int64_t r = 0; r < p->n; r++) {
+        if (dtype == TR_DTYPE_F32) { /* read in place: a double holds each exactly */
+            const char *row = p->x + r * p->xs;
+            for (int64_t c = 0; c < w; c++) {
+                float f;
+                double v;
+                memcpy(&f, row + c * p->cs, sizeof f);
+                v = f;
+                if (!(descending ? v <= limit[c] : v >= limit[c]))
+                    offer_value(best + c * k, &count[c], &limit[c], k, v, r, descending);
+            }
+            continue;
+        }
         tr__cpu_cast_row(values, 8, kd, p->x + r * p->xs, p->cs, dtype, w);
         if (kd == TR_DTYPE_F64) {
             const double *v = (const double *)(const void *)values;
-            for (int64_t c = 0; c < w; c++) {
-                if (descending ? v[c] <= limit[c] : v[c] >= limit[c])
-                    continue;
-                make_keys(&keys[c], (const char *)&v[c], kd, 1, descending);
-                offer(best + c * k, &count[c], k, (struct entry){keys[c], r});
-                if (count[c] == k)
-                    limit[c] = value_of_key(best[c * k + k - 1].key, descending);
-            }
+            for (int64_t c = 0; c < w; c++)
+                if (!(descending ? v[c] <= limit[c] : v[c] >= limit[c]))
+                    offer_value(best + c * k, &count[c], &limit[c], k, v[c], r, descending);
         } else {
             make_keys(keys, values, kd, w, descending);
             for (int64_t c = 0; c < w; c++) {
