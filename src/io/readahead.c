@@ -4,7 +4,10 @@
  *
  * The kernel's own read-ahead of a MADV_SEQUENTIAL mapping follows the
  * page faults; asking for the next block while this one computes has its
- * pages read before the first fault.  Dropping what was read is two calls:
+ * pages read before the first fault.  One MADV_WILLNEED reads no more than
+ * the device's read-ahead window (read_ahead_kb: 128 KiB by default, 8 MiB
+ * on some virtual disks) and ignores the rest of its range, so a block is
+ * asked for in pieces of HINT_MAX, each read on its own in the background.  Dropping what was read is two calls:
  * MADV_DONTNEED unmaps the pages from this process, and only then can
  * POSIX_FADV_DONTNEED evict them from the page cache (it skips pages that
  * any process still maps).  The page cache keeps a file in folios of up
@@ -31,6 +34,7 @@ struct tio_readahead {
 };
 
 #define FOLIO_MAX (UINT64_C(2) << 20)
+#define HINT_MAX ((uintptr_t)128 << 10) /* the smallest read-ahead window in use */
 
 uint64_t tio_readahead_default_threshold(void)
 {
@@ -92,8 +96,10 @@ void tio_readahead_next(struct tio_readahead *ra, const void *p, uint64_t len)
 {
     uintptr_t start, end;
 
-    if (ra && pages_of(ra, p, len, &start, &end))
-        madvise((void *)start, end - start, MADV_WILLNEED);
+    if (!ra || !pages_of(ra, p, len, &start, &end))
+        return;
+    for (uintptr_t at = start; at < end; at += HINT_MAX)
+        madvise((void *)at, end - at < HINT_MAX ? end - at : HINT_MAX, MADV_WILLNEED);
 }
 
 void tio_readahead_done(struct tio_readahead *ra, const void *p, uint64_t len)

@@ -5,9 +5,11 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tensorrun_io.h"
@@ -140,6 +142,71 @@ static void test_safetensors_views(void)
         tr_release(tensors[i]);
 }
 
+/* Pages of [p, p + len) in the page cache (p need not be aligned). */
+static size_t resident_pages(const void *p, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), count = 0;
+    uintptr_t start = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    size_t n = ((uintptr_t)p + len - start + page - 1) / page;
+    unsigned char *vec = malloc(n);
+
+    if (vec && mincore((void *)start, n * page, vec) == 0)
+        for (size_t i = 0; i < n; i++)
+            count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+/* tio_readahead_next has the kernel read all of a 32 MiB range, not only
+ * its first read-ahead window, before anything touches it. */
+static void test_readahead_whole_range(void)
+{
+    const size_t data = (size_t)32 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+    char header[128], path[128];
+    struct tio_file *f;
+    struct tr_tensor *t;
+    struct tio_readahead *ra;
+    FILE *out;
+    char *zeros = calloc(1, 1 << 20);
+    size_t got = 0;
+    int fd;
+
+    npy(header, "<f4", "(8388608,)", false, "", 0);
+    snprintf(path, sizeof path, "%s/ra.npy", dir);
+    out = fopen(path, "wb");
+    fwrite(header, 1, sizeof header, out);
+    for (size_t i = 0; zeros && i < data >> 20; i++)
+        fwrite(zeros, 1, 1 << 20, out);
+    fclose(out);
+    free(zeros);
+    /* out of the page cache, where the file system lets it go */
+    fd = open(path, O_RDONLY);
+    fsync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+    f = tio_open(path, NULL);
+    t = tio_file_load(f, 0);
+    tio_close(f);
+    if (!t || resident_pages(tr_tensor_data(t), data) > data / page / 2) {
+        skip("this file system keeps the file in memory (tmpfs?)");
+        tr_release(t);
+        unlink(path);
+        return;
+    }
+    ra = tio_readahead_open(t, path, sizeof header, UINT64_MAX);
+    tio_readahead_next(ra, tr_tensor_data(t), data);
+    for (int tries = 0; tries < 200 && got < data / page; tries++) {
+        got = resident_pages(tr_tensor_data(t), data);
+        if (got < data / page)
+            usleep(10000);
+    }
+    ok(got >= data / page, "read-ahead of 32 MiB reads all of it: %zu of %zu pages", got,
+       data / page);
+    tio_readahead_close(ra);
+    tr_release(t);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -148,6 +215,7 @@ int main(void)
     }
     test_npy_views();
     test_safetensors_views();
+    test_readahead_whole_range();
     for (const char *const *n = (const char *const[]){"c.npy", "f.npy", "be.npy", NULL}; *n; n++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", dir, *n);
