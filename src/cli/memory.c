@@ -278,18 +278,22 @@ static void replay_op(struct replay *r, struct instr *in)
     for (int i = 0; i < in->nresults; i++) {
         uint32_t id = in->results[i];
         const struct operand *alias = NULL;
-        if (m.results[i] > 0)
+        if (m.results[i] > 0) {
             take(r, id, d, m.results[i]);
-        else if (i == 0 && in->into_join)
+            continue;
+        }
+        if (i == 0 && in->into_join) {
             hold(r, id, r->whole_of[id]);
-        else if (i == 0 && in->in_place >= 0)
+            continue;
+        }
+        if (i == 0 && in->in_place >= 0)
             alias = &in->args[in->in_place];
         else if (!given[i] && results[i].kind == TR_VALUE_TENSOR &&
                  (!tr_op_takes_dest(in->op) || in->op->group_id == TR_GROUP_COPY))
             alias = &in->args[0]; /* a view, or x itself (a copy it needs none of) */
         if (alias && alias->kind == OPERAND_VALUE)
             hold(r, id, r->root_of[alias->value]);
-        else if (m.results[i] == 0)
+        else
             r->root_of[id] = NO_ROOT;
     }
 }

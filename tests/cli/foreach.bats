@@ -447,7 +447,10 @@ stages:
     do:
       - m = max(y)
       - "z = e / m - y[0:1, :]"
-outputs: {z: z.npy}
+  # y dies in the stage before: its whole is not counted here
+  - name: third
+    do: [w = sum(z)]
+outputs: {z: z.npy, w: w.npy}
 EOF2
     run_tensorrun 0 validate two.yaml --json
     printf '%s' "$output" | "$PY" -c '
