@@ -203,6 +203,8 @@ static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, str
         if (!ov->streamed)
             continue;
         cut->stream = &x->plan->inputs[ov->input];
+        if (bl->nblocks == 0)
+            continue; /* no rows: none to read (end_blocks checks the stream ends) */
         m.shape[0] = bl->rows < bl->size ? bl->rows : bl->size;
         cut->buffer = tr_empty(m.dtype, m.ndim, m.shape, TR_CPU);
         if (!cut->buffer)

@@ -780,10 +780,21 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
                       .device = ps->device,
                       .builtins = {VALUE_NONE, VALUE_NONE, VALUE_NONE}};
 
-    if (s->has_foreach && block_rows > 0) {
-        for (size_t i = 0; i < s->nover; i++)
-            bind_block(plan, index, i, &plan->values[over[i]], block_rows);
-        plan->program->stages[index].nover = s->nover;
+    if (s->has_foreach) {
+        /* after an error in over, its names are poisoned blocks, so that
+         * what reads them says nothing more */
+        for (size_t i = 0; i < s->nover; i++) {
+            struct plan_value *v;
+            if (over) {
+                bind_block(plan, index, i, &plan->values[over[i]], block_rows);
+                continue;
+            }
+            v = plan_bind(plan, s->foreach_over[i].name, index, s->foreach_over[i].line,
+                          s->foreach_over[i].col);
+            if (v)
+                v->poisoned = true;
+        }
+        plan->program->stages[index].nover = over ? s->nover : 0;
         ev.in_foreach = true;
     }
     for (size_t k = 0; k < s->nstatements; k++) {
@@ -836,16 +847,17 @@ static void check_last_block(struct program *prog, struct diag_list *d,
                              size_t first_instr, size_t mid, uint32_t first_value, size_t vmid)
 {
     if (last_d->errors > 0) {
-        const struct diag *e = NULL;
-        for (size_t i = 0; i < last_d->count && !e; i++)
-            if (last_d->items[i].kind == DIAG_ERROR)
-                e = &last_d->items[i];
-        diag_error(d, e->line, e->col,
-                   e->hint ? e->hint
-                           : "choose a foreach size whose blocks all fit, or one that divides "
-                             "the rows",
-                   "in the last block of foreach, %lld row%s of '%s': %s", (long long)last,
-                   last == 1 ? "" : "s", s->foreach_over[0].name, e->message);
+        for (size_t i = 0; i < last_d->count; i++) {
+            const struct diag *e = &last_d->items[i];
+            if (e->kind != DIAG_ERROR)
+                continue;
+            diag_error(d, e->line, e->col,
+                       e->hint ? e->hint
+                               : "choose a foreach size whose blocks all fit, or one that "
+                                 "divides the rows",
+                       "in the last block of foreach, %lld row%s of '%s': %s", (long long)last,
+                       last == 1 ? "" : "s", s->foreach_over[0].name, e->message);
+        }
         return;
     }
     switch (last_block_pair(prog, first_instr, mid, prog->ninstrs, first_value,
@@ -964,11 +976,13 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
-    lower_statements(plan, index, d, rows < size ? rows : size, over);
+    /* no rows: typed for a full block that never runs, joined to none */
+    lower_statements(plan, index, d, rows > 0 && rows < size ? rows : size, over);
     full_end = plan->nvalues;
     ninstrs = prog->ninstrs;
     nvalues = prog->nvalues;
     full = prog->stages[index];
+    full.nblocks = blocks;
     if (blocks < 2 || last == size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {

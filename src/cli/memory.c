@@ -569,11 +569,12 @@ static void replay_foreach(struct replay *r, size_t s)
         if (r->prog->values[v].stage == (int)s)
             take_whole(r, (uint32_t)v);
     for (size_t c = 0; c < st->nover; c++)
-        buffer[c] = r->prog->values[st->over[c]].streamed
+        buffer[c] = r->prog->values[st->over[c]].streamed && st->nblocks > 0
                         ? take_buffer(r, &r->prog->values[st->block[c]].meta)
                         : NO_ROOT;
-    replay_block(r, s, false);
-    if (has_shorter_last_block(r->prog, s))
+    if (st->nblocks > 0)
+        replay_block(r, s, false);
+    if (st->nblocks > 0 && has_shorter_last_block(r->prog, s))
         replay_block(r, s, true);
     r->at = blocks_end;
     for (size_t c = 0; c < st->nover; c++)

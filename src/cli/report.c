@@ -80,7 +80,7 @@ void report_stage(struct report *r, const struct stage_report *s)
         for (size_t i = 0; i < s->nkept; i++)
             json_array_append_new(kept, json_string(s->kept[i]));
         json_object_set_new(o, "kept", kept);
-        if (s->blocks > 0)
+        if (s->blocks >= 0)
             json_object_set_new(o, "blocks", json_integer((json_int_t)s->blocks));
         print_json(r, o);
         return;
@@ -94,7 +94,7 @@ void report_stage(struct report *r, const struct stage_report *s)
             tr_format_bytes(s->cached_bytes, cac, sizeof cac),
             tr_format_bytes(s->released_bytes, rel, sizeof rel), (unsigned long long)s->alloc_count,
             (unsigned long long)s->cache_hit_count);
-    if (s->blocks > 0)
+    if (s->blocks >= 0)
         fprintf(r->out, "%*s%lld block%s", s->cache_hit_count < 10 ? 5 : 3, "",
                 (long long)s->blocks, s->blocks == 1 ? "" : "s");
     fputc('\n', r->out);

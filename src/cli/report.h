@@ -27,7 +27,8 @@ struct stage_report {
     uint64_t cache_hit_count;
     const char *const *kept;     /* the values that outlive it */
     size_t nkept;
-    int64_t blocks;              /* a foreach stage's blocks; 0 for another stage */
+    int64_t blocks;              /* a foreach stage's blocks (0 for no rows); -1 for
+                                    another stage */
 };
 
 #define REPORT_MAX_DEVICES 8

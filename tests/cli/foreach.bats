@@ -96,6 +96,11 @@ assert np.allclose(best, np.take_along_axis(s, ids, 0), atol=1e-6)
     [[ "$stderr" == *"last block of foreach, 1 row of 'emb'"*"topk"* ]]
     run_tensorrun 3 search.yaml
     [ ! -e ids.npy ]
+    # every statement the last block cannot run is reported, each at its line
+    body last.yaml 300 'y = reshape(e, [150, 96])' 'r = reshape(e[:, 0], [3, 100])' 'n = e'
+    run_tensorrun 3 validate last.yaml
+    [[ "$stderr" == *"last.yaml:7:"*"in the last block of foreach, 100 rows of 'e': reshape"* ]]
+    [[ "$stderr" == *"last.yaml:8:"*"in the last block of foreach, 100 rows of 'e': reshape"* ]]
     search_pipeline e.npy 995
     run_tensorrun 0 search.yaml -q
     search_is_numpys
@@ -574,9 +579,21 @@ assert st["foreach_over"] == ["f", "l"] and st["foreach_blocks"] == 4, st'
     sed -i 's/size: 300/size: 3200B/' pairs.yaml
     run_tensorrun 0 validate pairs.yaml
     [[ "$output" == *"foreach f, l by 100 rows (10 blocks)"* ]]
-    # rows that do not line up, a name twice, an empty list
+    # no rows: no block runs, and what is joined has no rows either
+    "$PY" -c 'import numpy as np; np.save("f0.npy", np.zeros((0, 6), np.float32)); np.save("l0.npy", np.zeros(0, np.int64))'
+    run_tensorrun 0 pairs.yaml -i f=f0.npy -i l=l0.npy --stats json
+    [ "$(stage_json blocks)" = 0 ]
+    npy_is s.npy 'np.zeros(0, np.float32)'
+    npy_is at.npy 'np.zeros(0, np.int64)'
+    npy_is t.npy 'np.float32(0)'
+    peaks_match pairs.yaml -i f=f0.npy -i l=l0.npy
+    # rows that do not line up, a name twice, an empty list: one error
+    # each, and nothing said of what reads the names
     run_tensorrun 3 validate pairs.yaml -i l=short.npy
     [[ "$stderr" == *"foreach: 'l' has 999 rows and 'f' 1000"* ]]
+    [ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
+    run_tensorrun 4 validate pairs.yaml -i l=missing.npy
+    [ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
     sed -i 's/over: \[f, l\]/over: [f, l, f]/' pairs.yaml
     run_tensorrun 3 validate pairs.yaml
     [[ "$stderr" == *"over names 'f' twice"* ]]

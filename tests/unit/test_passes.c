@@ -285,6 +285,7 @@ static void test_foreach(void)
 
     prog->stages[0].over[0] = x;
     prog->stages[0].nover = 1;
+    prog->stages[0].nblocks = 4;
     prog->stages[0].block[0] = b;
     y = binary(prog, 0, TR_OP_ADD, val(b), val(w), "y");
     c = binary(prog, 0, TR_OP_MUL, val(w), num(2), "c");
@@ -335,6 +336,7 @@ static void test_foreach(void)
     b = program_add_value(prog, &block);
     prog->stages[0].over[0] = x;
     prog->stages[0].nover = 1;
+    prog->stages[0].nblocks = 4;
     prog->stages[0].block[0] = b;
     prog->stages[0].kept = program_alloc(prog, sizeof(uint32_t));
     prog->stages[0].kept[0] = b;
@@ -556,6 +558,7 @@ static void test_foreach_memory(void)
     b = program_add_value(prog, &block);
     prog->stages[0].over[0] = x;
     prog->stages[0].nover = 1;
+    prog->stages[0].nblocks = 4;
     prog->stages[0].block[0] = b;
     prog->stages[0].kept = program_alloc(prog, 2 * sizeof(uint32_t));
     w = binary(prog, 0, TR_OP_MUL, val(c), num(0.5), "w"); /* once */
