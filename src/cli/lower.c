@@ -895,7 +895,8 @@ static bool find_overs(struct plan *plan, int index, struct diag_list *d, size_t
         const struct name_at *at = &s->foreach_over[i];
         const struct plan_value *v = plan_find(plan, at->name, plan->nvalues);
         if (!v) {
-            diag_error(d, at->line, at->col, NULL,
+            char hint[512];
+            diag_error(d, at->line, at->col, plan_unbound_hint(plan, at->name, hint, sizeof hint),
                        "foreach: '%s' is used before anything binds it", at->name);
             ok = false;
             continue;

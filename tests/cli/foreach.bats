@@ -594,7 +594,10 @@ assert st["foreach_over"] == ["f", "l"] and st["foreach_blocks"] == 4, st'
     [ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
     run_tensorrun 4 validate pairs.yaml -i l=missing.npy
     [ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
-    sed -i 's/over: \[f, l\]/over: [f, l, f]/' pairs.yaml
+    sed -i 's/over: \[f, l\]/over: [f, ll]/' pairs.yaml
+    run_tensorrun 3 validate pairs.yaml
+    [[ "$stderr" == *"foreach: 'll' is used before anything binds it"*"did you mean 'l'"* ]]
+    sed -i 's/over: \[f, ll\]/over: [f, l, f]/' pairs.yaml
     run_tensorrun 3 validate pairs.yaml
     [[ "$stderr" == *"over names 'f' twice"* ]]
     sed -i 's/over: \[f, l, f\]/over: []/' pairs.yaml
