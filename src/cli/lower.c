@@ -525,7 +525,10 @@ static bool subscript_part(struct eval *ev, const struct expr *s, bool bound, st
     if (p.failed)
         return false;
     if (p.o.meta.kind != TR_VALUE_INT && (!bound || p.o.meta.kind != TR_VALUE_NONE)) {
-        if (bound)
+        if (bound && p.o.meta.kind == TR_VALUE_TENSOR)
+            diag_error(ev->d, s->line, s->col, NULL,
+                       "slice bounds must be constants, not values computed as the stage runs");
+        else if (bound)
             diag_error(ev->d, s->line, s->col, NULL, "a slice bound must be an integer");
         else
             diag_error(ev->d, s->line, s->col, "use index_select or gather to index with a tensor",

@@ -165,6 +165,10 @@ assert np.allclose(np.load("mm-first.npy"), e @ w, rtol=1e-5, atol=1e-4)'
     NPY_INPUTS=e npy_is r.npy 'np.arange(1000, dtype=np.int64)'
     NPY_INPUTS=e npy_is y.npy 'np.repeat(np.arange(4, dtype=np.int64) * 1000 + 400, [300, 300, 300, 100])[:, None].repeat(3, 1)'
     NPY_INPUTS=e npy_is n.npy 'np.concatenate([e[:900] / np.float32(300), e[900:] / np.float32(100)])'
+    # they are known only as each block runs: not slice bounds
+    body p.yaml 300 'y = w[chunk_index:chunk_index + 1]' 'r = e' 'n = e'
+    run_tensorrun 3 validate p.yaml
+    [[ "$stderr" == *"slice bounds must be constants, not values computed as the stage runs"* ]]
 }
 
 @test "a value only an output reads is joined in its file, each block at its rows; a kept one in the pool" {
