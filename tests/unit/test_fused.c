@@ -753,11 +753,49 @@ static void test_the_example(void)
     tr_release(x);
 }
 
+/* sum(x * y, dim=0) of x [5000, 130] and y [5000, 1]: neighbouring outputs
+ * are read together, 64 at a time (a reduction over an outer dimension),
+ * in three tiles and three blocks of rows, with the unfused bits on one
+ * and two threads. */
+static void test_outer_reduction(void)
+{
+    int64_t xs[2] = {5000, 130}, ys[2] = {5000, 1};
+    struct tr_tensor *in[2] = {make_input(TR_DTYPE_F32, 2, xs, 0),
+                               make_input(TR_DTYPE_F32, 2, ys, 0)};
+    struct gen g;
+
+    for (int t = 1; t <= 2; t++) {
+        struct tr_tensor *r = NULL, *want;
+        memset(&g, 0, sizeof g);
+        g.inputs[0] = in[0];
+        g.inputs[1] = in[1];
+        g.chain.ninputs = 2;
+        g.chain.nsteps = 1;
+        g.chain.steps[0].op = TR_OP_MUL;
+        g.chain.steps[0].args[0] = ref(TR_FUSED_INPUT, 0);
+        g.chain.steps[0].args[1] = ref(TR_FUSED_INPUT, 1);
+        g.chain.has_tail = true;
+        g.chain.tail.op = TR_OP_SUM;
+        defaults(&g.chain.tail);
+        g.chain.tail.args[1] = constant(int_arg(0).value);
+        tr_set_num_threads(t);
+        want = run_unfused(&g);
+        ok(tr_fused_run(&g.chain, in, NULL, &r) == TR_OK && same(want, r),
+           "sum(x * y, dim=0) of [5000, 130], %d thread%s: the unfused bits", t,
+           t == 1 ? "" : "s");
+        tr_release(r);
+        tr_release(want);
+    }
+    tr_release(in[0]);
+    tr_release(in[1]);
+}
+
 int main(void)
 {
     int threads = tr_num_threads();
 
     test_checks();
+    test_outer_reduction();
     test_the_example();
     test_generated();
     tr_set_num_threads(threads);

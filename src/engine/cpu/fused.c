@@ -35,6 +35,10 @@
  * (4K aliasing), and the loops would run at a fraction of their speed */
 #define SLOT ((size_t)FUSED_BLOCK * 8 + 256)
 #define PARALLEL_ELEMENTS 32768
+/* fetch_tile: each used input's tile, TR__SOURCE_TILE outputs of a block
+ * of values, as raw items; a cache line between their rows, as reduce.c's */
+#define TILE_PITCH (FUSED_BLOCK + 16)
+#define TILE_ROOM ((size_t)TR__SOURCE_TILE * TILE_PITCH * 8)
 #define NO_DTYPE TR_DTYPE_COUNT
 
 struct input {
@@ -64,6 +68,7 @@ struct step {
 
 struct plan {
     struct tr__source src; /* first: the source is the plan */
+    size_t slots;          /* the scratch of the slots; then, when tiled, TILE_ROOM */
     int ninputs, nsteps;
     struct input in[TR_FUSED_MAX_INPUTS];
     struct step st[TR_FUSED_MAX_STEPS];
@@ -118,6 +123,18 @@ static tr_status bind(const struct tr__source *src, const bool *flags)
         sp = ws;
         tr__iter_init(&in->walk, nw, wshape, 1, &sp);
     }
+    /* as reduce.c tiles a tensor: when an input's values of one output are
+     * further apart than its neighbouring outputs */
+    p->src.tiles = false;
+    for (int k = 0; k < p->ninputs; k++) {
+        const struct input *in = &p->in[k];
+        int64_t rstep = llabs(in->walk.strides[0][in->walk.ndim - 1]);
+        int64_t kstep = llabs(in->kept.strides[0][in->kept.ndim - 1]);
+        if (in->used && tr__iter_count(&in->kept) > 1 && tr__iter_count(&in->walk) > 1 &&
+            rstep != (int64_t)tr_dtype_size(in->dtype) && kstep < rstep)
+            p->src.tiles = true;
+    }
+    p->src.scratch = p->slots + (p->src.tiles ? (size_t)p->ninputs * TILE_ROOM : 0);
     return TR_OK;
 }
 
@@ -146,24 +163,13 @@ static void prefetch_next(const char *p, size_t bytes)
         __builtin_prefetch(p + bytes + b, 0, 2);
 }
 
-/* Values [first, first + n) of the walk at index o, n <= FUSED_BLOCK, into
- * dst as dtype to. */
-static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t first, int64_t n,
-                       char *dst, enum tr_dtype to)
+/* The steps over n <= FUSED_BLOCK values of the inputs (each input's
+ * compact, in its dtype), the last one's into dst as dtype to. */
+static void compute_block(const struct plan *p, char *scratch, const char *const *inputs,
+                          int64_t n, char *dst, enum tr_dtype to)
 {
-    const char *inputs[TR_FUSED_MAX_INPUTS], *vals[TR_FUSED_MAX_STEPS];
+    const char *vals[TR_FUSED_MAX_STEPS];
 
-    for (int k = 0; k < p->ninputs; k++) {
-        const struct input *in = &p->in[k];
-        int64_t off[TR__ITER_MAX_OPS];
-        if (!in->used)
-            continue;
-        tr__iter_offsets(&in->kept, o, off);
-        inputs[k] = tr__walk_block(&in->walk, in->base + off[0], in->dtype, first, n,
-                                   scratch + in->slot, in->dtype);
-        if (inputs[k] != scratch + in->slot)
-            prefetch_next(inputs[k], (size_t)n * tr_dtype_size(in->dtype));
-    }
     for (int s = 0; s < p->nsteps; s++) {
         const struct step *st = &p->st[s];
         enum tr_dtype cin = st->d.in_compute, cout = st->d.out_compute, r = st->result;
@@ -210,6 +216,60 @@ static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t f
         if (last && res != dst)
             tr__cpu_cast_row(dst, (int64_t)tr_dtype_size(to), to, res, (int64_t)tr_dtype_size(r),
                              r, n);
+    }
+}
+
+/* Values [first, first + n) of the walk at index o, n <= FUSED_BLOCK, into
+ * dst as dtype to. */
+static void eval_block(const struct plan *p, char *scratch, int64_t o, int64_t first, int64_t n,
+                       char *dst, enum tr_dtype to)
+{
+    const char *inputs[TR_FUSED_MAX_INPUTS];
+
+    for (int k = 0; k < p->ninputs; k++) {
+        const struct input *in = &p->in[k];
+        int64_t off[TR__ITER_MAX_OPS];
+        if (!in->used)
+            continue;
+        tr__iter_offsets(&in->kept, o, off);
+        inputs[k] = tr__walk_block(&in->walk, in->base + off[0], in->dtype, first, n,
+                                   scratch + in->slot, in->dtype);
+        if (inputs[k] != scratch + in->slot)
+            prefetch_next(inputs[k], (size_t)n * tr_dtype_size(in->dtype));
+    }
+    compute_block(p, scratch, inputs, n, dst, to);
+}
+
+/* fetch for nt neighbouring outputs: each input's values for all of them
+ * gathered row by row into its tile, then the steps output by output. */
+static void fetch_tile(const struct tr__source *src, void *scratch, int64_t o, int nt,
+                       int64_t first, int64_t n, char *dst, int64_t pitch, enum tr_dtype to)
+{
+    const struct plan *p = (const struct plan *)src;
+    char *tiles = (char *)scratch + p->slots;
+    int64_t offs[TR_FUSED_MAX_INPUTS][TR__SOURCE_TILE], size = (int64_t)tr_dtype_size(to);
+    const char *inputs[TR_FUSED_MAX_INPUTS];
+
+    for (int k = 0; k < p->ninputs; k++) {
+        int64_t off[TR__ITER_MAX_OPS];
+        for (int q = 0; p->in[k].used && q < nt; q++) {
+            tr__iter_offsets(&p->in[k].kept, o + q, off);
+            offs[k][q] = off[0];
+        }
+    }
+    for (int64_t done = 0; done < n; done += FUSED_BLOCK) {
+        int64_t m = n - done < FUSED_BLOCK ? n - done : FUSED_BLOCK;
+        for (int k = 0; k < p->ninputs; k++)
+            if (p->in[k].used)
+                tr__gather_tile(&p->in[k].walk, p->in[k].base, offs[k], nt, first + done, m,
+                                tr_dtype_size(p->in[k].dtype), TILE_PITCH,
+                                tiles + (size_t)k * TILE_ROOM);
+        for (int q = 0; q < nt; q++) {
+            for (int k = 0; k < p->ninputs; k++)
+                inputs[k] = tiles + (size_t)k * TILE_ROOM +
+                            (size_t)q * TILE_PITCH * tr_dtype_size(p->in[k].dtype);
+            compute_block(p, (char *)scratch, inputs, m, dst + (q * pitch + done) * size, to);
+        }
     }
 }
 
@@ -305,6 +365,7 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
     p->src.bind = bind;
     p->src.init = init;
     p->src.fetch = fetch;
+    p->src.fetch_tile = fetch_tile;
     for (int k = 0; k < p->ninputs; k++) {
         p->in[k].base = tr_tensor_data(inputs[k]);
         p->in[k].dtype = inputs[k]->dtype;
@@ -356,7 +417,7 @@ static tr_status plan_init(struct plan *p, const struct tr_fused *chain,
                 o->via = st->result;
         }
     }
-    p->src.scratch = slot;
+    p->src.scratch = p->slots = slot;
     /* what tr_fused_scratch_bytes declares, from the chain alone */
     TR_RETURN_ERROR_IF(slot != tr__fused_scratch(chain), TR_ERR_STATE,
                        "fused chain: %zu bytes of scratch, %zu declared", slot,

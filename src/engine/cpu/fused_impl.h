@@ -66,7 +66,17 @@ struct tr__source {
     void (*init)(const struct tr__source *src, void *scratch);
     void (*fetch)(const struct tr__source *src, void *scratch, int64_t o, int64_t first,
                   int64_t n, char *dst, enum tr_dtype to);
+    /* set by bind when neighbouring outputs lie closer in memory than
+     * neighbouring values of one output (a reduction over an outer
+     * dimension): then fetch_tile gives the values of nt <= TR__SOURCE_TILE
+     * outputs o.. at once, reading the inputs row by row, output q's at dst
+     * + q * pitch values; each output's values are fetch's */
+    bool tiles;
+    void (*fetch_tile)(const struct tr__source *src, void *scratch, int64_t o, int nt,
+                       int64_t first, int64_t n, char *dst, int64_t pitch, enum tr_dtype to);
 };
+
+#define TR__SOURCE_TILE 64
 
 /* A thread's scratch for src (malloc, outside the pool), set up; NULL when
  * out of memory. */

@@ -46,6 +46,7 @@
  * pages.  (64 measured 1.5 times faster than 16 and 32; the tile buffer
  * is at most 2 MiB a thread, and only as long as a block's values need.) */
 #define TILE 64
+_Static_assert(TILE <= TR__SOURCE_TILE, "a source's tile holds TILE outputs");
 /* Items between the rows of a tile buffer: the values of a block (BLOCK,
  * or all n when fewer) plus a cache line, so that the TILE rows written
  * together do not fall in the same cache sets (rows exactly 16 KiB apart
@@ -593,6 +594,7 @@ static tr_status plan_init_source(struct plan *p, const struct tr__source *src, 
 {
     plan_source_geometry(p, src->ndim, src->shape, src->dtype, flags);
     p->src = src;
+    p->pitch = TILE_PITCH(p->n < BLOCK ? p->n : BLOCK); /* when src->tiles */
     return src->bind(src, flags);
 }
 
@@ -626,39 +628,6 @@ static void layout_of(const struct plan *p, bool two_pass, enum tr_dtype fin, in
     l->tiles = (uint64_t)l->threads * l->tile;
 }
 
-/* Values [first, first + n) of nt outputs (at byte offsets offs from
- * base), as raw items: output q's at raw + q * pitch items.  Each
- * reduced position is read for all nt outputs before the next. */
-#define GATHER_TILE(T)                                                       \
-    for (int64_t r = 0; r < run; r++)                                        \
-        for (int q = 0; q < nt; q++)                                         \
-            memcpy(raw + ((int64_t)q * pitch + done + r) * (int64_t)sizeof(T),     \
-                   src + offs[q] + r * step, sizeof(T))
-
-static void gather_tile(const struct tr__iter *it, const char *base, const int64_t *offs, int nt,
-                        int64_t first, int64_t n, size_t size, int64_t pitch, char *raw)
-{
-    int last = it->ndim - 1;
-    int64_t len = it->shape[last], step = it->strides[0][last];
-    int64_t row = first / len, col = first % len, done = 0, off[TR__ITER_MAX_OPS];
-
-    while (done < n) {
-        int64_t run = len - col < n - done ? len - col : n - done;
-        const char *src;
-        tr__iter_row_offsets(it, row, off);
-        src = base + off[0] + col * step;
-        switch (size) {
-        case 1: GATHER_TILE(uint8_t); break;
-        case 2: GATHER_TILE(uint16_t); break;
-        case 4: GATHER_TILE(uint32_t); break;
-        default: GATHER_TILE(uint64_t); break;
-        }
-        done += run;
-        row++;
-        col = 0;
-    }
-}
-
 /*
  * One pass over outputs o0 .. o0 + cnt - 1: accs[o - o0] receives each
  * output's result.  parts has room for cnt * nblocks partials (unused when
@@ -675,7 +644,9 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
                      const double *params, struct acc *parts, struct acc *accs, char *tiles,
                      uint64_t tile_bytes)
 {
-    int64_t nb = p->nblocks, per_block = p->tiled ? (cnt + TILE - 1) / TILE : cnt;
+    bool src_tiles = p->src && p->src->tiles && cnt > 1;
+    int64_t nb = p->nblocks;
+    int64_t per_block = p->tiled || src_tiles ? (cnt + TILE - 1) / TILE : cnt;
     int64_t units = per_block * nb, csize = (int64_t)tr_dtype_size(ps->compute);
     size_t size = tr_dtype_size(p->dtype);
     bool parallel = cnt * p->n > PARALLEL_ELEMENTS, failed = false;
@@ -685,8 +656,11 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
         _Alignas(64) char buf[BLOCK * 8];
         char *raw = p->tiled ? tiles + (uint64_t)tr__team_index() * tile_bytes : NULL;
         void *scratch = p->src ? tr__source_scratch(p->src) : NULL;
+        /* a source's tile of values, outside the pool as its scratch is */
+        char *values_tile = src_tiles ? aligned_alloc(64, (size_t)TILE * (size_t)p->pitch * 8)
+                                      : NULL;
 
-        if (p->src && !scratch) {
+        if ((p->src && !scratch) || (src_tiles && !values_tile)) {
 #pragma omp atomic write
             failed = true;
         }
@@ -698,6 +672,19 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             int nt = 1;
             const void *values;
 
+            if (src_tiles) {
+                if (!scratch || !values_tile)
+                    continue;
+                o *= TILE;
+                nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
+                p->src->fetch_tile(p->src, scratch, o0 + o, nt, first, m, values_tile, p->pitch,
+                                   ps->compute);
+                for (int q = 0; q < nt; q++)
+                    ps->leaf(ps, values_tile + (int64_t)q * p->pitch * csize, m, first,
+                             params ? params[o + q] : 0,
+                             nb == 1 ? &accs[o + q] : &parts[(o + q) * nb + j]);
+                continue;
+            }
             if (p->src) {
                 if (!scratch)
                     continue;
@@ -718,7 +705,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             nt = cnt - o < TILE ? (int)(cnt - o) : TILE;
             for (int q = 0; q < nt; q++)
                 tr__iter_offsets(&p->kept, o0 + o + q, &off[q]);
-            gather_tile(&p->reduced, p->base, off, nt, first, m, size, p->pitch, raw);
+            tr__gather_tile(&p->reduced, p->base, off, nt, first, m, size, p->pitch, raw);
             for (int q = 0; q < nt; q++) {
                 const char *row = raw + (int64_t)q * p->pitch * (int64_t)size;
                 if (p->dtype == ps->compute) {
@@ -732,6 +719,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
             }
         }
         free(scratch);
+        free(values_tile);
         if (nb > 1) {
 #pragma omp for schedule(static)
             for (int64_t k = 0; k < cnt; k++)

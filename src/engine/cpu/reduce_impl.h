@@ -209,4 +209,38 @@ static inline const void *tr__walk_block(const struct tr__iter *it, const char *
     return buf;
 }
 
+/* Values [first, first + n) of the walk it of nt outputs (at byte offsets
+ * offs from base), as raw items: output q's at raw + q * pitch items.  Each
+ * reduced position is read for all nt outputs before the next. */
+#define GATHER_TILE(T)                                                       \
+    for (int64_t r = 0; r < run; r++)                                        \
+        for (int q = 0; q < nt; q++)                                         \
+            memcpy(raw + ((int64_t)q * pitch + done + r) * (int64_t)sizeof(T),     \
+                   src + offs[q] + r * step, sizeof(T))
+
+static inline void tr__gather_tile(const struct tr__iter *it, const char *base,
+                                   const int64_t *offs, int nt, int64_t first, int64_t n,
+                                   size_t size, int64_t pitch, char *raw)
+{
+    int last = it->ndim - 1;
+    int64_t len = it->shape[last], step = it->strides[0][last];
+    int64_t row = first / len, col = first % len, done = 0, off[TR__ITER_MAX_OPS];
+
+    while (done < n) {
+        int64_t run = len - col < n - done ? len - col : n - done;
+        const char *src;
+        tr__iter_row_offsets(it, row, off);
+        src = base + off[0] + col * step;
+        switch (size) {
+        case 1: GATHER_TILE(uint8_t); break;
+        case 2: GATHER_TILE(uint16_t); break;
+        case 4: GATHER_TILE(uint32_t); break;
+        default: GATHER_TILE(uint64_t); break;
+        }
+        done += run;
+        row++;
+        col = 0;
+    }
+}
+
 #endif /* TR_CPU_REDUCE_IMPL_H */
