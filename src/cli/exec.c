@@ -643,7 +643,7 @@ static int report_device(struct exec *x, size_t s, struct tr_device device,
     r.cache_hit_count = after.cache_hit_count - before->cache_hit_count;
     r.kept = kept;
     r.nkept = nkept;
-    r.blocks = st->has_foreach ? x->plan->stages[s].foreach_blocks : -1;
+    r.blocks = st->has_foreach ? x->prog->stages[s].nblocks : -1;
     r.wall_ms = exec_now_ms() - start;
     x->released_bytes += r.released_bytes;
     if (device.kind == TR_DEV_CPU && r.peak_active_bytes > x->peak_bytes)

@@ -276,7 +276,7 @@ int exec_foreach(struct exec *x, size_t s)
     const struct program_stage *pst = &x->prog->stages[s];
     const struct plan_stage *ps = &x->plan->stages[s];
     size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
-    struct blocks bl = {.st = ps->stage, .size = ps->foreach_rows, .nblocks = ps->foreach_blocks};
+    struct blocks bl = {.st = ps->stage, .size = pst->block_rows, .nblocks = pst->nblocks};
     struct tr_tensor **wholes;
     int status = EXIT_OK;
 

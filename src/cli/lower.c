@@ -957,7 +957,6 @@ static int64_t rows_in_bytes(const struct plan *plan, const size_t *over, size_t
 static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
 {
     const struct stage *s = &plan->pipeline->stages[index];
-    struct plan_stage *ps = &plan->stages[index];
     struct program *prog = plan->program;
     struct program_stage full;
     int64_t rows, blocks, last, joined, size;
@@ -973,10 +972,8 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     rows = plan->values[over[0]].meta.shape[0];
     size = s->foreach_size ? s->foreach_size
                            : rows_in_bytes(plan, over, s->nover, s->foreach_bytes);
-    ps->foreach_rows = size;
     blocks = rows / size + (rows % size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * size : 0);
-    ps->foreach_blocks = blocks;
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
@@ -987,6 +984,7 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     nvalues = prog->nvalues;
     full = prog->stages[index];
     full.nblocks = blocks;
+    full.block_rows = size;
     if (blocks < 2 || last == size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {

@@ -47,8 +47,6 @@ struct plan_stage {
     size_t first_value, nvalues;   /* the bindings its statements made */
     const char **live;             /* names that outlive it (kept and needed later) */
     size_t nlive;
-    int64_t foreach_blocks;        /* 0 unless a foreach stage */
-    int64_t foreach_rows;          /* its rows a block (size:, or its bytes in rows) */
 };
 
 struct plan {

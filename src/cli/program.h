@@ -195,6 +195,7 @@ struct program_stage {
     uint32_t block[FOREACH_MAX_OVER]; /* and their blocks */
     size_t nover;                /* 0: not a foreach stage */
     int64_t nblocks;             /* foreach: its blocks (0 when over has no rows) */
+    int64_t block_rows;          /* foreach: rows a block (size:, or its bytes in rows) */
     size_t nonce, nblock;        /* foreach: its instructions are nonce PART_ONCE, then
                                     nblock PART_BLOCK, then PART_AFTER */
     struct tr_device device;     /* where its instructions run */

@@ -348,8 +348,8 @@ void program_print(const struct plan *plan, FILE *out)
             fprintf(out, ", foreach ");
             for (size_t c = 0; c < ps->stage->nover; c++)
                 fprintf(out, "%s%s", c ? ", " : "", ps->stage->foreach_over[c].name);
-            fprintf(out, " by %lld rows (%lld block%s)", (long long)ps->foreach_rows,
-                    (long long)ps->foreach_blocks, ps->foreach_blocks == 1 ? "" : "s");
+            fprintf(out, " by %lld rows (%lld block%s)", (long long)pst->block_rows,
+                    (long long)pst->nblocks, pst->nblocks == 1 ? "" : "s");
         }
         fprintf(out, ":\n");
         if (pst->nover > 0)
@@ -653,8 +653,8 @@ void program_print_json(const struct plan *plan, FILE *out)
             for (size_t c = 0; c < ps->stage->nover; c++)
                 json_array_append_new(over, json_string(ps->stage->foreach_over[c].name));
             json_object_set_new(o, "foreach_over", over);
-            json_object_set_new(o, "foreach_size", json_integer(ps->foreach_rows));
-            json_object_set_new(o, "foreach_blocks", json_integer(ps->foreach_blocks));
+            json_object_set_new(o, "foreach_size", json_integer(pst->block_rows));
+            json_object_set_new(o, "foreach_blocks", json_integer(pst->nblocks));
             json_object_set_new(o, "joins", json_joins(prog, s));
         }
         json_array_append_new(stages, o);

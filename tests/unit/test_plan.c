@@ -166,7 +166,7 @@ static void test_foreach_rows(void)
     plan = plan_text(INPUTS "stages:\n  - name: s\n"
                             "    foreach: {over: b, size: 9223372036854775807}\n"
                             "    do:\n      - y = b * 2\n    keep: [y]\n");
-    ok(diag_exit_code(&diags) == 0 && plan->stages[0].foreach_blocks == 1 &&
+    ok(diag_exit_code(&diags) == 0 && plan->program->stages[0].nblocks == 1 &&
            plan_lookup(plan, "y")->meta.shape[0] == 8,
        "foreach size INT64_MAX over 8 rows is one block of 8");
     plan_free(plan);
