@@ -467,13 +467,26 @@ static const char *index_text(int64_t at, const struct tio_entry *e, char *buf, 
     return buf;
 }
 
-/* A value as its dtype shows it: integers whole, f64 to 17 digits. */
+/* A value as its dtype shows it: integers whole, f64 to 17 digits, NaN
+ * without a sign. */
 static const char *value_text(double v, enum tr_dtype dtype, char *buf, size_t size)
 {
-    if (!tr_dtype_is_float(dtype) && isfinite(v))
+    if (isnan(v))
+        snprintf(buf, size, "nan");
+    else if (!tr_dtype_is_float(dtype))
         snprintf(buf, size, "%.0f", v);
     else
         snprintf(buf, size, dtype == TR_DTYPE_F64 ? "%.17g" : "%.9g", v);
+    return buf;
+}
+
+/* A difference to two digits: "3.1e-03", "inf", "nan". */
+static const char *diff_text(double v, char *buf, size_t size)
+{
+    if (isnan(v))
+        snprintf(buf, size, "nan");
+    else
+        snprintf(buf, size, "%.1e", v);
     return buf;
 }
 
@@ -511,15 +524,18 @@ static void print_text(const struct pair *p, const struct side *sa, const struct
         printf(" (max abs %.1e at %s, max rel %.1e at %s)", o->c.max_abs,
                index_text(o->c.max_abs_at, ea, x, sizeof x), o->c.max_rel,
                index_text(o->c.max_rel_at, ea, y, sizeof y));
+    else if (o->tol.exact)
+        printf(" (no difference in value: signed zeros or NaNs)");
     else
         printf(" (each a NaN against %s)", o->tol.equal_nan ? "a number" : "a number or a NaN");
     printf("\n");
     for (size_t i = 0; i < o->c.nfirst; i++) {
         const struct difference *d = &o->c.first[i];
-        char va[64], vb[64];
-        printf("  at %s: %s against %s (abs %.1e, rel %.1e)\n", index_text(d->at, ea, x, sizeof x),
+        char va[64], vb[64], da[32], dr[32];
+        printf("  at %s: %s against %s (abs %s, rel %s)\n", index_text(d->at, ea, x, sizeof x),
                value_text(d->a, ea->dtype, va, sizeof va), value_text(d->b, eb->dtype, vb, sizeof vb),
-               d->a == d->b ? 0 : fabs(d->a - d->b), rel_of(d->a, d->b));
+               diff_text(d->a == d->b ? 0 : fabs(d->a - d->b), da, sizeof da),
+               diff_text(rel_of(d->a, d->b), dr, sizeof dr));
     }
 }
 
