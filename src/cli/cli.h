@@ -76,6 +76,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_concat(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 

@@ -27,6 +27,7 @@ static const struct command commands[] = {
     {"inspect", "show what is in tensor files, reading only their headers", cmd_inspect},
     {"convert", "copy a tensor between formats, dtypes and compression", cmd_convert},
     {"compare", "whether two tensor files hold the same values, within a tolerance", cmd_compare},
+    {"concat", "join tensor files along a dimension, streaming", cmd_concat},
     {"validate", "check a pipeline without computing and print its plan", cmd_validate},
     {"ops", "list every op: its signature, dtypes and what it does", cmd_ops},
     {"help", "show help for tensorrun or for one command", cmd_help},

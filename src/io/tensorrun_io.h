@@ -292,6 +292,23 @@ int tio_output_store(struct tio_output *out, uint64_t offset, const void *src, s
  * tensor tio_output_map gave, the destination of an op's result
  * (struct tr_dest). */
 struct tr_sink tio_output_sink(struct tio_output *out);
+/*
+ * An output written a piece at a time, for data that is never whole in
+ * memory (concat): tio_output_begin writes the header of n tensors (npy
+ * and raw take one; safetensors names them, names NULL for one called
+ * "tensor") and sets order[0..n) to the order their data follows, which
+ * for safetensors is the header's; tio_output_append writes the next
+ * len bytes of that data (C order, the declared dtypes); tio_output_end
+ * checks that exactly the declared bytes came and finishes the file for
+ * tio_output_commit.  TR_ERR_INVALID for declared tensors that do not
+ * fit the format, TR_ERR_STATE for more or fewer bytes than declared.
+ */
+tr_status tio_output_begin(struct tio_output *out, size_t n, const char *const *names,
+                           const enum tr_dtype *dtypes, const int *ndims,
+                           const int64_t (*shapes)[TR_MAX_DIMS],
+                           const struct tio_metadata *metadata, size_t *order);
+tr_status tio_output_append(struct tio_output *out, const void *data, size_t len);
+tr_status tio_output_end(struct tio_output *out);
 /* Bytes written so far (before compression: the file's own size). */
 uint64_t tio_output_bytes(const struct tio_output *out);
 /* Renames the written temporary file into place (after fsync of the file,

@@ -44,6 +44,8 @@ struct tio_output {
     bool reserved;      /* tio_output_reserve has reserved the mapped blocks */
     bool resized;       /* tio_output_map may have left the file longer than
                            a write: it is cut to what was written */
+    uint64_t expected;  /* tio_output_begin: the data bytes still to come */
+    bool begun;
 };
 
 /* ---------------------------------------------------------- temporaries */
@@ -660,6 +662,31 @@ static tr_status write_safetensors(struct tio_output *out, size_t n, const char 
     return s;
 }
 
+/* The file's last steps once every byte went to the sink (s: how that
+ * went): flush, fsync when asked, close. */
+static tr_status close_written(struct tio_output *out, tr_status s)
+{
+    if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
+        s = tio__error(TR_ERR_IO, "cannot flush to disk: %s", strerror(errno));
+    if (out->own_fd && out->fd >= 0) {
+        if (close(out->fd) != 0 && s == TR_OK)
+            s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
+        out->fd = -1;
+    }
+    out->failed = s != TR_OK;
+    return s;
+}
+
+static tr_status finish(struct tio_output *out, tr_status s)
+{
+    if (s == TR_OK)
+        s = tio__sink_finish(out->sink);
+    out->bytes = tio__sink_bytes(out->sink);
+    if (s == TR_OK && out->resized && ftruncate(out->fd, (off_t)out->bytes) != 0)
+        s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
+    return close_written(out, s);
+}
+
 /* dtype for every tensor, or, when each is given, each[i] for tensor i
  * (TR_DTYPE_COUNT: keep the tensor's own). */
 static tr_status output_write(struct tio_output *out, size_t n, const char *const *names,
@@ -707,21 +734,9 @@ static tr_status output_write(struct tio_output *out, size_t n, const char *cons
     default:
         s = write_safetensors(out, n, names, tensors, dtype, each, metadata);
     }
-    if (s == TR_OK)
-        s = tio__sink_finish(out->sink);
-    out->bytes = tio__sink_bytes(out->sink);
-    if (s == TR_OK && out->resized && ftruncate(out->fd, (off_t)out->bytes) != 0)
-        s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
+    return finish(out, s);
 written:
-    if (s == TR_OK && out->tmp_path && out->options.fsync && fsync(out->fd) != 0)
-        s = tio__error(TR_ERR_IO, "cannot flush to disk: %s", strerror(errno));
-    if (out->own_fd && out->fd >= 0) {
-        if (close(out->fd) != 0 && s == TR_OK)
-            s = tio__error(TR_ERR_IO, "write error: %s", strerror(errno));
-        out->fd = -1;
-    }
-    out->failed = s != TR_OK;
-    return s;
+    return close_written(out, s);
 }
 
 tr_status tio_output_write(struct tio_output *out, size_t n, const char *const *names,
@@ -736,6 +751,73 @@ tr_status tio_output_write_each(struct tio_output *out, size_t n, const char *co
                                 const enum tr_dtype *dtypes, const struct tio_metadata *metadata)
 {
     return output_write(out, n, names, tensors, TR_DTYPE_COUNT, dtypes, metadata);
+}
+
+tr_status tio_output_begin(struct tio_output *out, size_t n, const char *const *names,
+                           const enum tr_dtype *dtypes, const int *ndims,
+                           const int64_t (*shapes)[TR_MAX_DIMS],
+                           const struct tio_metadata *metadata, size_t *order)
+{
+    static const char *const default_name[1] = {"tensor"};
+    char *header = NULL;
+    size_t len = 0;
+    uint64_t data = 0;
+    tr_status s = TR_OK;
+
+    TR_RETURN_ERROR_IF(out->written, TR_ERR_STATE, "the output was written already");
+    out->written = true;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t bytes = tr_dtype_size(dtypes[i]);
+        for (int d = 0; d < ndims[i]; d++)
+            if (__builtin_mul_overflow(bytes, (uint64_t)shapes[i][d], &bytes))
+                s = tio__error(TR_ERR_INVALID, "a tensor of more than 2^64 bytes");
+        if (__builtin_add_overflow(data, bytes, &data))
+            s = tio__error(TR_ERR_INVALID, "tensors of more than 2^64 bytes");
+        order[i] = i;
+    }
+    if (s == TR_OK && out->format == TIO_FORMAT_SAFETENSORS)
+        s = tio__safetensors_header(n, names ? names : n == 1 ? default_name : NULL, dtypes,
+                                    ndims, shapes, metadata, &header, &len, order);
+    else if (s == TR_OK && n != 1)
+        s = tio__error(TR_ERR_INVALID, "a %s file holds one tensor, not %zu",
+                       tio_format_name(out->format), n);
+    else if (s == TR_OK && out->format == TIO_FORMAT_NPY)
+        s = tio__npy_header(dtypes[0], ndims[0], shapes[0], &header, &len);
+    if (s == TR_OK) {
+        tio__sink_pledge(out->sink, len + data);
+        s = len ? tio__sink_write(out->sink, header, len) : TR_OK;
+    }
+    free(header);
+    out->expected = data;
+    out->begun = s == TR_OK;
+    out->failed = s != TR_OK;
+    return s;
+}
+
+tr_status tio_output_append(struct tio_output *out, const void *data, size_t len)
+{
+    tr_status s;
+
+    TR_RETURN_ERROR_IF(!out->begun || out->failed, TR_ERR_STATE,
+                       "the output was not begun, or has failed");
+    TR_RETURN_ERROR_IF(len > out->expected, TR_ERR_STATE,
+                       "%zu bytes past the declared tensors' data", len);
+    s = tio__sink_write(out->sink, data, len);
+    out->expected -= len;
+    out->failed = s != TR_OK;
+    return s;
+}
+
+tr_status tio_output_end(struct tio_output *out)
+{
+    TR_RETURN_ERROR_IF(!out->begun || out->failed, TR_ERR_STATE,
+                       "the output was not begun, or has failed");
+    out->begun = false;
+    if (out->expected != 0)
+        return close_written(out, tio__error(TR_ERR_STATE, "%llu bytes of the declared data "
+                                                           "never came",
+                                             (unsigned long long)out->expected));
+    return finish(out, TR_OK);
 }
 
 uint64_t tio_output_bytes(const struct tio_output *out)
@@ -765,7 +847,7 @@ tr_status tio_output_commit(struct tio_output *out)
     sigset_t held;
     int rc;
 
-    TR_RETURN_ERROR_IF(!out->written || out->failed, TR_ERR_STATE,
+    TR_RETURN_ERROR_IF(!out->written || out->failed || out->begun, TR_ERR_STATE,
                        "the output was not written completely: nothing to commit");
     if (!out->tmp_path) {
         out->committed = true;

@@ -127,7 +127,7 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 0 eval 'randn([3, 3], seed=5)' -o b.npy
     run_tensorrun 0 eval 'randn([3, 3], seed=6)' -o c.npy
     cmp a.npy b.npy
-    ! cmp -s a.npy c.npy
+    run ! cmp -s a.npy c.npy
 }
 
 @test "statistics are off by default in eval, on with --stats" {

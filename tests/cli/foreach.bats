@@ -354,7 +354,7 @@ EOF2
     # reads no more than the disk's read-ahead window)
     awk '/^madvise WILLNEED/ { n++; sum += $3; if ($3 > 131072) big++ }
          END { exit !(n >= 15 * 8 && sum >= 15 * 1048576 && sum < 15 * 1048576 + 15 * 8192 && !big) }' kept.log
-    ! grep -q DONTNEED kept.log
+    run ! grep -q DONTNEED kept.log
     [ "$(resident m.npy)" -ge "$size" ]
     # past the threshold, each block read is dropped from the process and
     # then from the page cache: all but the page the header shares

@@ -54,7 +54,7 @@ EOF
 @test "the generated ops section quotes no signature with a bare double quote" {
     "$TENSORRUN" ops --roff > ops.roff
     # a .B argument in quotes may hold a quote only as \(dq
-    ! grep -E '^\.B ".*[^\\(dq]"[^"]*"' ops.roff
+    run ! grep -E '^\.B ".*[^\\(dq]"[^"]*"' ops.roff
     grep -F '.B "gelu(x, approximate=\(dqnone\(dq)"' ops.roff
     run_tensorrun 0 ops --roff
     [ "$(grep -c '^\.B "' <<< "$output")" -eq "$("$TENSORRUN" ops --json | wc -l)" ]

@@ -130,7 +130,7 @@ assert m[0]["peak_bytes"] >= 4194304, m    # x moved over, then y
     peaks_match p.yaml
     rm m.npy.zst
     export TENSORRUN_TEST_MISDECLARE_SCRATCH=matmul
-    ! peaks_match p.yaml
+    run ! peaks_match p.yaml
     run_tensorrun 1 p.yaml -q
     [[ "$stderr" == *"internal error: stage 's' peaked at"*"validate said"* ]]
     [ ! -e m.npy.zst ]

@@ -580,9 +580,9 @@ outputs: {y: y.npy, z: z.npy}'
     wait $forced || true
     wait $auto || true
     [ "$(grep -ac '^long: statement [0-9]* of 13, [0-9.]* s$' forced)" -ge 2 ]
-    ! grep -aq $'\r' forced
+    run ! grep -aq $'\r' forced
     # no progress line unless asked for
-    ! grep -aq 'statement' auto
+    run ! grep -aq 'statement' auto
     # on a terminal, the line is redrawn once the stage has run a second
     command -v script > /dev/null || skip "script(1) is not installed"
     script -qfc "timeout -s INT 1.6 $TENSORRUN p.yaml --stats none --threads 1" /dev/null \
