@@ -42,8 +42,8 @@ print(sum(i.get("op") == "to" for s in p["stages"] for i in s["instructions"]))'
     TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
     cp s.npy s_fake.npy && cp z.npy z_fake.npy
     TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 p.yaml --force-device cpu -q
-    cmp s.npy s_fake.npy
-    cmp z.npy z_fake.npy
+    assert_tensors_equal s.npy s_fake.npy
+    assert_tensors_equal z.npy z_fake.npy
     # the stage's two pools: fake:0 computed (m's copy and the results),
     # the CPU took s back (one 512-byte block)
     [ "$(json_line onfake fake:0 alloc_count)" -gt 0 ]

@@ -126,8 +126,8 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 0 eval 'randn([3, 3], seed=5)' -o a.npy
     run_tensorrun 0 eval 'randn([3, 3], seed=5)' -o b.npy
     run_tensorrun 0 eval 'randn([3, 3], seed=6)' -o c.npy
-    cmp a.npy b.npy
-    run ! cmp -s a.npy c.npy
+    assert_tensors_equal a.npy b.npy
+    run ! assert_tensors_close a.npy c.npy
 }
 
 @test "statistics are off by default in eval, on with --stats" {

@@ -145,7 +145,7 @@ assert np.allclose(np.load("n.npy"), e / np.linalg.norm(e, axis=1, keepdims=True
         for t in 1 2; do
             run_tensorrun 0 p.yaml --threads "$t" -q
             [ -z "$first" ] && cp y.npy mm-first.npy && first=1
-            cmp mm-first.npy y.npy
+            assert_tensors_equal mm-first.npy y.npy
         done
     done
     "$PY" -c '
@@ -311,7 +311,7 @@ EOF
         [ "$anon" -le $(( (32 << 10) )) ]
         # (the sanitizer build's runtime has memory of its own)
         [ -n "${TR_SANITIZED:-}" ] || [ "$anon" -le $(( (peak >> 10) + (8 << 10) )) ]
-        cmp r.npy r-mapped.npy
+        assert_tensors_equal r.npy r-mapped.npy
     done
     "$PY" -c '
 import numpy as np
@@ -439,11 +439,11 @@ EOF2
     run_tensorrun 0 validate search.yaml -i emb=e.npy.zst
     [[ "$output" == *"e.npy.zst, read a block at a time by its foreach stage"* ]]
     run_tensorrun 0 search.yaml -i emb=e.npy.zst -q
-    cmp ids.npy ids-mapped.npy
+    assert_tensors_equal ids.npy ids-mapped.npy
     cat e.npy | run_tensorrun 0 search.yaml -i emb=- -q
-    cmp ids.npy ids-mapped.npy
+    assert_tensors_equal ids.npy ids-mapped.npy
     zstdcat e.npy.zst | run_tensorrun 0 search.yaml -i emb=- -q
-    cmp ids.npy ids-mapped.npy
+    assert_tensors_equal ids.npy ids-mapped.npy
     peaks_match search.yaml -i emb=e.npy.zst
     # a stream that ends early is exit 4 at the block it ends in, and
     # nothing is written
@@ -456,7 +456,7 @@ EOF2
     run_tensorrun 0 validate search.yaml -i emb=e.npy.zst
     [[ "$output" == *"e.npy.zst, read into the pool"* ]]
     run_tensorrun 0 search.yaml -i emb=e.npy.zst -q
-    cmp ids.npy ids-mapped.npy
+    assert_tensors_equal ids.npy ids-mapped.npy
 }
 
 @test "a foreach stage reads an earlier foreach stage's joined value whole, once before its blocks" {
@@ -594,7 +594,7 @@ assert st["foreach_over"] == ["f", "l"] and st["foreach_blocks"] == 4, st'
     [[ "$output" == *"l.npy.zst, read a block at a time by its foreach stage"* ]]
     [[ "$output" == *"f32[1000,6]"*"-, read a block at a time by its foreach stage"* ]]
     cat f.npy | run_tensorrun 0 pairs.yaml -i f=- -i l=l.npy.zst -q
-    cmp s.npy s-mapped.npy
+    assert_tensors_equal s.npy s-mapped.npy
     peaks_match pairs.yaml -i f=f.npy.zst -i l=l.npy.zst
     # size: in bytes counts a row of each: 6 f32 and one i64, 32 bytes
     sed -i 's/size: 300/size: 3200B/' pairs.yaml

@@ -38,7 +38,7 @@ for line in open("stats.jsonl"):
     [ "$(json_field s peak_active_bytes)" -eq 4608 ]
     cp s.npy fused.npy
     TENSORRUN_NO_FUSE=1 run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
-    cmp s.npy fused.npy
+    assert_tensors_equal s.npy fused.npy
     # unfused: x * 2.0 is a 4 MiB temporary, which + 1.0 computes over,
     # and the sum's partials (4608 bytes) come while it lives
     [ "$(json_field s peak_active_bytes)" -eq 4198912 ]
@@ -52,7 +52,7 @@ for line in open("stats.jsonl"):
     [ "$(json_field s peak_active_bytes)" -eq 0 ]
     cp y.npy fused.npy
     TENSORRUN_NO_FUSE=1 run_tensorrun 0 p.yaml --stats json --stats-file stats.jsonl
-    cmp y.npy fused.npy
+    assert_tensors_equal y.npy fused.npy
     [ "$(json_field s peak_active_bytes)" -eq 4194304 ]
     [ "$(json_field s alloc_count)" -eq 1 ]
 }

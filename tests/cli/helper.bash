@@ -6,6 +6,8 @@
 
 load /usr/lib/bats/bats-support/load
 load /usr/lib/bats/bats-assert/load
+# assert_tensors_close, assert_tensors_equal: the helper tensorrun installs
+source "${TR_SRCDIR:-$BATS_TEST_DIRNAME/../..}/bats/tensorrun.bash"
 
 TENSORRUN=${TENSORRUN:-$BATS_TEST_DIRNAME/../../tensorrun}
 TR_TIMEOUT=${TR_TIMEOUT:-60}

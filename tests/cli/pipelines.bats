@@ -16,7 +16,7 @@ setup() {
 @test "make-data.yaml makes the same data on every run" {
     cp data/emb.npy first.npy
     run_tensorrun 0 make-data.yaml -q
-    cmp first.npy data/emb.npy
+    assert_tensors_equal first.npy data/emb.npy
     "$PY" -c '
 import numpy as np
 e, q, s = np.load("data/emb.npy"), np.load("data/queries.npy"), np.load("data/scores.npy")

@@ -240,6 +240,83 @@ static void test_mapped_output(void)
     tr_release(other);
 }
 
+/* An output written a piece at a time is the file one write makes, in
+ * npy and safetensors (whose data follows the order it returns); too few
+ * or too many bytes are refused, and such an output is never committed. */
+static void test_pieces(void)
+{
+    static const char *const names[] = {"b", "a"};
+    int64_t n = 1000;
+    struct tr_tensor *x = tr_zeros(TR_DTYPE_F32, 1, &n, TR_CPU), *y = tr_zeros(TR_DTYPE_I64, 1, &n, TR_CPU);
+    const struct tr_tensor *both[2] = {x, y};
+    enum tr_dtype dtypes[2] = {TR_DTYPE_F32, TR_DTYPE_I64};
+    int ndims[2] = {1, 1};
+    int64_t shapes[2][TR_MAX_DIMS] = {{1000}, {1000}};
+    size_t order[2];
+    char path[64], plain[64];
+    struct tio_output *out;
+    bool ok = true;
+
+    for (int64_t i = 0; i < n; i++) {
+        ((float *)tr_tensor_data_mut(x))[i] = (float)i / 7;
+        ((int64_t *)tr_tensor_data_mut(y))[i] = -i;
+    }
+    /* npy: the values in three pieces */
+    write_plain("whole.npy", x);
+    snprintf(path, sizeof path, "%s/pieces.npy", dir);
+    snprintf(plain, sizeof plain, "%s/whole.npy", dir);
+    out = tio_output_open(path, NULL);
+    ok &= out && tio_output_begin(out, 1, NULL, dtypes, ndims, (const int64_t(*)[TR_MAX_DIMS])shapes,
+                                  NULL, order) == TR_OK && order[0] == 0;
+    ok &= ok && tio_output_append(out, tr_tensor_data(x), 1000) == TR_OK &&
+          tio_output_append(out, (const char *)tr_tensor_data(x) + 1000, 3000) == TR_OK &&
+          tio_output_append(out, tr_tensor_data(x), 0) == TR_OK && tio_output_end(out) == TR_OK &&
+          tio_output_commit(out) == TR_OK;
+    tio_output_close(out);
+    ok(ok && same_file(path, plain), "an .npy written in pieces is the file one write makes");
+
+    /* safetensors: two tensors, their data in the order begin gives */
+    snprintf(path, sizeof path, "%s/whole.safetensors", dir);
+    out = tio_output_open(path, NULL);
+    ok = out && tio_output_write(out, 2, names, both, TR_DTYPE_COUNT, NULL) == TR_OK &&
+         tio_output_commit(out) == TR_OK;
+    tio_output_close(out);
+    snprintf(plain, sizeof plain, "%s/pieces.safetensors", dir);
+    out = tio_output_open(plain, NULL);
+    ok &= out && tio_output_begin(out, 2, names, dtypes, ndims,
+                                  (const int64_t(*)[TR_MAX_DIMS])shapes, NULL, order) == TR_OK;
+    for (int k = 0; k < 2 && ok; k++)
+        ok &= tio_output_append(out, tr_tensor_data(both[order[k]]),
+                                (size_t)tr_tensor_nbytes(both[order[k]])) == TR_OK;
+    ok &= ok && tio_output_end(out) == TR_OK && tio_output_commit(out) == TR_OK;
+    tio_output_close(out);
+    ok(ok && same_file(path, plain),
+       "a safetensors file written in pieces, in the order given back, is the file one write "
+       "makes");
+
+    /* too few bytes, too many */
+    snprintf(path, sizeof path, "%s/short.npy", dir);
+    out = tio_output_open(path, NULL);
+    ok = out && tio_output_begin(out, 1, NULL, dtypes, ndims,
+                                 (const int64_t(*)[TR_MAX_DIMS])shapes, NULL, order) == TR_OK &&
+         tio_output_append(out, tr_tensor_data(x), 3999) == TR_OK;
+    ok &= tio_output_commit(out) != TR_OK;
+    ok &= tio_output_append(out, tr_tensor_data(x), 2) == TR_ERR_STATE;
+    ok &= tio_output_end(out) != TR_OK && tio_output_commit(out) != TR_OK;
+    tio_output_close(out);
+    ok(ok && access(path, F_OK) != 0 && temporaries() == 0,
+       "an output given more or fewer bytes than it declared is refused and never committed");
+    tr_release(x);
+    tr_release(y);
+    unlink(path);
+    for (int k = 0; k < 4; k++) {
+        static const char *const made[] = {"whole.npy", "pieces.npy", "whole.safetensors",
+                                           "pieces.safetensors"};
+        snprintf(path, sizeof path, "%s/%s", dir, made[k]);
+        unlink(path);
+    }
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -249,6 +326,7 @@ int main(void)
     test_readonly_memory_survives();
     test_commit_protocol();
     test_mapped_output();
+    test_pieces();
     char path[64];
     snprintf(path, sizeof path, "%s/ro.npy", dir);
     unlink(path);
