@@ -116,3 +116,14 @@ print(int(x.astype("f8").sum()))' > want
     [ ! -e "$BATS_TEST_TMPDIR/tensorrun-bench-bigfile" ]
     [ -z "$(ls -d "$BATS_TEST_TMPDIR"/tensorrun-bench-bigfile.* 2> /dev/null)" ]
 }
+
+@test "compare_bench.py compares two files beside NumPy, checks both answers and prints its table at a tiny size" {
+    TMPDIR=$BATS_TEST_TMPDIR RUNS=1 TR_BENCH_SCALE=0.001 \
+        run timeout 300 /usr/bin/python3 "$TR_SRCDIR/bench/compare_bench.py" "$TENSORRUN" "$BENCH_BIN"
+    assert_success
+    assert_line --partial "tensorrun compare (whole process)"
+    assert_line --regexp '^  NumPy allclose \+ first index +[0-9.]+ s   tensorrun/it [0-9.]+x   <= 0\.2x  (MET|NOT MET)$'
+    assert_line --partial "checks: both found 3 differences, the first at [87,5]: yes"
+    assert_line --partial "of that bandwidth"
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR" | grep tensorrun-bench-compare)" ]
+}
