@@ -105,7 +105,7 @@ static void test_threads(void)
 
     for (int i = 0; i < N; i++) {
         a[i] = (float)(i % 1000);
-        b[i] = a[i] + ((i * 7919) % 13 == 0 ? 0.5f : 0.0f);
+        b[i] = a[i] + (((int64_t)i * 7919) % 13 == 0 ? 0.5f : 0.0f);
     }
     b[N / 3] = a[N / 3] + 2.0f; /* the largest difference, twice */
     b[2 * N / 3] = a[2 * N / 3] + 2.0f;
