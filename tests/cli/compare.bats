@@ -232,6 +232,15 @@ EOF
     [ "$status" -eq 0 ]
     run --separate-stderr bash -c "zstdcat a.npy.zst | '$TENSORRUN' compare be.npy -"
     [ "$status" -eq 0 ]
+    # an .npz (stored or deflated) against a safetensors file, name by name
+    "$PY" -c '
+import numpy as np
+a = np.load("a.npy")
+np.savez("s.npz", w=a, ids=np.arange(5))
+np.savez_compressed("c.npz", ids=np.arange(5), w=a)'
+    run_tensorrun 0 compare s.npz c.npz
+    [ "$output" = "0 of 2 tensors differ" ]
+    run_tensorrun 0 compare c.npz a.npy --key w
     # the layout options describe raw input only
     run_tensorrun 2 compare a.npy f.npy --input-dtype f32 --shape 300,200
     # a stream that ends early is a malformed file
