@@ -11,8 +11,8 @@
 # assert_tensors_close A B [COMPARE OPTIONS]: A's tensors are close to
 #   B's by tensorrun compare's rule (each dtype's default tolerances, or
 #   those given).
-# assert_tensors_equal A B [COMPARE OPTIONS]: the same dtypes, shapes and
-#   bits (compare --exact).
+# assert_tensors_equal A B [--key K]...: the same dtypes, shapes and bits
+#   (compare --exact, which takes no tolerance).
 #
 # On failure each prints compare's report on standard error, between
 # "-- tensors differ --" and "--" (or "-- tensors cannot be compared --"

@@ -35,6 +35,10 @@ bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_
  * KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000, a bare
  * number or B is bytes.  false when malformed or past 2^64. */
 bool parse_size(const char *text, uint64_t *out);
+/* Warns of a --memory-limit (as written: text) below 1 MiB, almost surely
+ * a unit left out (512 for 512M), or above the machine's memory, which
+ * caps nothing; the command goes on with the limit as written. */
+void warn_memory_limit(const char *text, uint64_t limit);
 /* A whole decimal integer in [min, max]. */
 bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 

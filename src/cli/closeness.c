@@ -59,25 +59,32 @@ void closeness_free(struct closeness *c)
     c->nfirst = c->cap = 0;
 }
 
-/* Takes a differing pair into c. */
-static inline void note(struct closeness *c, int64_t at, double a, double b)
+/* Takes a differing pair into c: its values, and its items of size
+ * bytes at pa and pb. */
+static inline void note(struct closeness *c, int64_t at, double a, double b, const void *pa,
+                        const void *pb, size_t size)
 {
     c->differ++;
-    if (c->nfirst < c->cap)
-        c->first[c->nfirst++] = (struct difference){at, a, b};
+    if (c->nfirst < c->cap) {
+        struct difference *d = &c->first[c->nfirst++];
+        *d = (struct difference){at, a, b, 0, 0};
+        memcpy(&d->bits_a, pa, size);
+        memcpy(&d->bits_b, pb, size);
+    }
 }
 
-/* The maxima over a pair that is not equal and has no NaN. */
-static inline void track(struct closeness *c, int64_t at, double a, double b)
+/* The maxima over a pair that differs, has no NaN, and whose absolute
+ * difference is d (0 for integers f64 cannot tell apart). */
+static inline void track(struct closeness *c, int64_t at, double d, double b)
 {
-    double d = fabs(a - b), mb = fabs(b);
+    double mb = fabs(b);
 
-    if (d > c->max_abs) {
+    if (d > c->max_abs || c->max_abs_at < 0) {
         c->max_abs = d;
         c->max_abs_at = at;
     }
     /* d / |b| > max_rel without the division; |b| 0 makes it infinite */
-    if (d > c->max_rel * mb) {
+    if (d > c->max_rel * mb || c->max_rel_at < 0) {
         double r = d / mb;
         if (!isnan(r) && (r > c->max_rel || c->max_rel_at < 0)) {
             c->max_rel = r;
@@ -87,19 +94,19 @@ static inline void track(struct closeness *c, int64_t at, double a, double b)
 }
 
 /* NumPy's isclose for one pair, with the maxima. */
-static inline void pair(struct closeness *c, int64_t at, double a, double b,
-                        const struct tolerance *tol)
+static inline void pair(struct closeness *c, int64_t at, double a, double b, const void *pa,
+                        const void *pb, size_t size, const struct tolerance *tol)
 {
     if (a == b)
         return;
     if (isnan(a) || isnan(b)) {
         if (!(tol->equal_nan && isnan(a) && isnan(b)))
-            note(c, at, a, b);
+            note(c, at, a, b, pa, pb, size);
         return;
     }
-    track(c, at, a, b);
+    track(c, at, fabs(a - b), b);
     if (isinf(a) || isinf(b) || !(fabs(a - b) <= tol->atol + tol->rtol * fabs(b)))
-        note(c, at, a, b);
+        note(c, at, a, b, pa, pb, size);
 }
 
 #define FLOAT_LOOP(name, T)                                                                    \
@@ -108,13 +115,16 @@ static inline void pair(struct closeness *c, int64_t at, double a, double b,
     {                                                                                         \
         const T *a = pa, *b = pb;                                                             \
         for (int64_t i = 0; i < n; i++)                                                       \
-            pair(c, base + i, (double)a[i], (double)b[i], tol);                               \
+            pair(c, base + i, (double)a[i], (double)b[i], &a[i], &b[i], sizeof(T), tol);      \
     }
 
 FLOAT_LOOP(close_f32, float)
 FLOAT_LOOP(close_f64, double)
 
-/* Integers: exactly, unless a tolerance is given (then in f64). */
+/* Integers: exactly, unless a tolerance is given (then in f64).  The
+ * absolute difference of two differing integers is taken exactly (in
+ * long double, whose 64-bit mantissa holds any difference of 64-bit
+ * integers) before it is rounded to f64. */
 #define INT_LOOP(name, T)                                                                      \
     static void name(struct closeness *c, const void *pa, const void *pb, int64_t n,         \
                      int64_t base, const struct tolerance *tol)                             \
@@ -125,10 +135,11 @@ FLOAT_LOOP(close_f64, double)
             if (a[i] == b[i])                                                                 \
                 continue;                                                                     \
             if (exact) {                                                                      \
-                track(c, base + i, (double)a[i], (double)b[i]);                               \
-                note(c, base + i, (double)a[i], (double)b[i]);                                \
+                track(c, base + i, (double)fabsl((long double)a[i] - (long double)b[i]),      \
+                      (double)b[i]);                                                          \
+                note(c, base + i, (double)a[i], (double)b[i], &a[i], &b[i], sizeof(T));       \
             } else {                                                                          \
-                pair(c, base + i, (double)a[i], (double)b[i], tol);                           \
+                pair(c, base + i, (double)a[i], (double)b[i], &a[i], &b[i], sizeof(T), tol);  \
             }                                                                                 \
         }                                                                                     \
     }
@@ -177,8 +188,8 @@ static void close_bits(struct closeness *c, enum tr_dtype dtype, const void *pa,
         a = value_at(dtype, pa, i);
         b = value_at(dtype, pb, i);
         if (!isnan(a) && !isnan(b) && a != b)
-            track(c, base + i, a, b);
-        note(c, base + i, a, b);
+            track(c, base + i, fabs(a - b), b);
+        note(c, base + i, a, b, x, y, size);
     }
 }
 

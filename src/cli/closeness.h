@@ -22,10 +22,13 @@ struct tolerance {
     bool equal_nan;
 };
 
-/* One differing element: its row-major index in the tensor, both values. */
+/* One differing element: its row-major index in the tensor, both values
+ * as f64 and both items' bytes as they lie (at most 8: integers past
+ * 2^53 and NaN payloads are shown from them). */
 struct difference {
     int64_t at;
     double a, b;
+    uint64_t bits_a, bits_b;
 };
 
 struct closeness {

@@ -59,6 +59,7 @@ static const char *const verdict_words[] = {"close", "values", "dtype", "shape",
 
 struct outcome {
     enum verdict verdict;
+    enum tr_dtype as;            /* the dtype the values were compared in */
     struct tolerance tol;
     struct closeness c;
     int64_t numel;
@@ -162,9 +163,16 @@ static int parse_args(int argc, char **argv, struct compare_args *a)
         case OPT_NO_EQUAL_NAN:
             a->no_equal_nan = true;
             break;
-        case OPT_KEY:
-            a->keys[a->nkeys++] = optarg;
+        case OPT_KEY: {
+            bool seen = false;
+            if (optarg[0] == '\0')
+                return usage_error("compare: --key: a tensor's name cannot be empty");
+            for (size_t k = 0; k < a->nkeys && !seen; k++)
+                seen = strcmp(a->keys[k], optarg) == 0;
+            if (!seen) /* a key given twice is compared once */
+                a->keys[a->nkeys++] = optarg;
             break;
+        }
         case OPT_IGNORE_DTYPE:
             a->ignore_dtype = true;
             break;
@@ -189,6 +197,7 @@ static int parse_args(int argc, char **argv, struct compare_args *a)
             if (!parse_size(optarg, &a->memory_limit) || a->memory_limit == 0)
                 return usage_error("compare: --memory-limit: '%s' is not a size (such as 512M, "
                                    "2G or 1.5GiB)", optarg);
+            warn_memory_limit(optarg, a->memory_limit);
             break;
         case OPT_INPUT_DTYPE:
             if (tr_dtype_parse(optarg, &a->layout.dtype) != TR_OK)
@@ -467,17 +476,62 @@ static const char *index_text(int64_t at, const struct tio_entry *e, char *buf, 
     return buf;
 }
 
-/* A value as its dtype shows it: integers whole, f64 to 17 digits, NaN
- * without a sign. */
-static const char *value_text(double v, enum tr_dtype dtype, char *buf, size_t size)
+/* Whether an integer item compared as dtype is signed, and its value. */
+static bool is_signed_int(enum tr_dtype dtype)
 {
-    if (isnan(v))
+    return dtype == TR_DTYPE_I8 || dtype == TR_DTYPE_I16 || dtype == TR_DTYPE_I32 ||
+           dtype == TR_DTYPE_I64;
+}
+
+static int64_t signed_of(uint64_t bits, enum tr_dtype dtype)
+{
+    switch (dtype) {
+    case TR_DTYPE_I8: return (int8_t)bits;
+    case TR_DTYPE_I16: return (int16_t)bits;
+    case TR_DTYPE_I32: return (int32_t)bits;
+    default: return (int64_t)bits;
+    }
+}
+
+/* One side of a difference, exactly: integers from their bits (f64 holds
+ * only 53 of them), floats as compared. */
+static long double exact_of(uint64_t bits, double v, enum tr_dtype as)
+{
+    if (tr_dtype_is_float(as))
+        return v;
+    return is_signed_int(as) ? (long double)signed_of(bits, as) : (long double)bits;
+}
+
+/* A value as the file's dtype shows it (compared as as): integers whole
+ * and exact, f64 to 17 digits, others to 9, NaN without a sign. */
+static const char *value_text(uint64_t bits, double v, enum tr_dtype shown, enum tr_dtype as,
+                              char *buf, size_t size)
+{
+    if (!tr_dtype_is_float(as) && is_signed_int(as))
+        snprintf(buf, size, "%lld", (long long)signed_of(bits, as));
+    else if (!tr_dtype_is_float(as))
+        snprintf(buf, size, "%llu", (unsigned long long)bits);
+    else if (isnan(v))
         snprintf(buf, size, "nan");
-    else if (!tr_dtype_is_float(dtype))
+    else if (!tr_dtype_is_float(shown))
         snprintf(buf, size, "%.0f", v);
     else
-        snprintf(buf, size, dtype == TR_DTYPE_F64 ? "%.17g" : "%.9g", v);
+        snprintf(buf, size, shown == TR_DTYPE_F64 ? "%.17g" : "%.9g", v);
     return buf;
+}
+
+/* The absolute and relative differences of d, exactly for integers. */
+static void differences(const struct difference *d, enum tr_dtype as, double *abs_out,
+                        double *rel_out)
+{
+    long double a = exact_of(d->bits_a, d->a, as), b = exact_of(d->bits_b, d->b, as);
+
+    if (a == b) {
+        *abs_out = *rel_out = 0;
+        return;
+    }
+    *abs_out = (double)fabsl(a - b);
+    *rel_out = (double)(fabsl(a - b) / fabsl(b));
 }
 
 /* A difference to two digits: "3.1e-03", "inf", "nan". */
@@ -490,10 +544,6 @@ static const char *diff_text(double v, char *buf, size_t size)
     return buf;
 }
 
-static double rel_of(double a, double b)
-{
-    return a == b ? 0 : fabs(a - b) / fabs(b);
-}
 
 static void print_text(const struct pair *p, const struct side *sa, const struct side *sb,
                        const struct outcome *o)
@@ -520,10 +570,12 @@ static void print_text(const struct pair *p, const struct side *sa, const struct
         break;
     }
     printf("%s: %lld of %lld differ", p->name, (long long)o->c.differ, (long long)o->numel);
-    if (o->c.max_abs_at >= 0)
+    if (o->c.max_abs_at >= 0 && o->c.max_rel_at >= 0)
         printf(" (max abs %.1e at %s, max rel %.1e at %s)", o->c.max_abs,
                index_text(o->c.max_abs_at, ea, x, sizeof x), o->c.max_rel,
                index_text(o->c.max_rel_at, ea, y, sizeof y));
+    else if (o->c.max_abs_at >= 0)
+        printf(" (max abs %.1e at %s)", o->c.max_abs, index_text(o->c.max_abs_at, ea, x, sizeof x));
     else if (o->tol.exact)
         printf(" (no difference in value: signed zeros or NaNs)");
     else
@@ -532,14 +584,34 @@ static void print_text(const struct pair *p, const struct side *sa, const struct
     for (size_t i = 0; i < o->c.nfirst; i++) {
         const struct difference *d = &o->c.first[i];
         char va[64], vb[64], da[32], dr[32];
+        double abs_d, rel_d;
+        differences(d, o->as, &abs_d, &rel_d);
         printf("  at %s: %s against %s (abs %s, rel %s)\n", index_text(d->at, ea, x, sizeof x),
-               value_text(d->a, ea->dtype, va, sizeof va), value_text(d->b, eb->dtype, vb, sizeof vb),
-               diff_text(d->a == d->b ? 0 : fabs(d->a - d->b), da, sizeof da),
-               diff_text(rel_of(d->a, d->b), dr, sizeof dr));
+               value_text(d->bits_a, d->a, ea->dtype, o->as, va, sizeof va),
+               value_text(d->bits_b, d->b, eb->dtype, o->as, vb, sizeof vb),
+               diff_text(abs_d, da, sizeof da), diff_text(rel_d, dr, sizeof dr));
     }
 }
 
 /* A number for JSON: NaN and the infinities, which JSON lacks, as strings. */
+static json_t *json_number(double v);
+
+/* One side of a difference for JSON: integers exact (a u64 past 2^63,
+ * which jansson cannot write, as a string of its digits). */
+static json_t *json_value(uint64_t bits, double v, enum tr_dtype as)
+{
+    char text[32];
+
+    if (tr_dtype_is_float(as))
+        return json_number(v);
+    if (is_signed_int(as))
+        return json_integer(signed_of(bits, as));
+    if (bits <= INT64_MAX)
+        return json_integer((json_int_t)bits);
+    snprintf(text, sizeof text, "%llu", (unsigned long long)bits);
+    return json_string(text);
+}
+
 static json_t *json_number(double v)
 {
     if (isnan(v))
@@ -584,7 +656,8 @@ static void print_json(const struct pair *p, const struct side *sa, const struct
     json_object_set_new(obj, "close", json_boolean(o->verdict == CLOSE));
     json_object_set_new(obj, "difference", o->verdict == CLOSE ? json_null()
                                                                : json_string(verdict_words[o->verdict]));
-    json_object_set_new(obj, "dtype", json_pack("[ss]", ea ? tr_dtype_name(ea->dtype) : "", eb ? tr_dtype_name(eb->dtype) : ""));
+    json_object_set_new(obj, "dtype", json_pack("[oo]", ea ? json_string(tr_dtype_name(ea->dtype)) : json_null(),
+                                                eb ? json_string(tr_dtype_name(eb->dtype)) : json_null()));
     json_object_set_new(obj, "shape", json_pack("[oo]", ea ? json_shape(ea) : json_null(),
                                                 eb ? json_shape(eb) : json_null()));
     if (o->verdict == CLOSE || o->verdict == VALUES) {
@@ -606,10 +679,12 @@ static void print_json(const struct pair *p, const struct side *sa, const struct
                                                                       : json_null());
         for (size_t i = 0; i < o->c.nfirst; i++) {
             const struct difference *d = &o->c.first[i];
+            double abs_d, rel_d;
+            differences(d, o->as, &abs_d, &rel_d);
             json_array_append_new(first, json_pack("{s:o,s:o,s:o,s:o,s:o}", "at", json_index(d->at, ea),
-                                                   "a", json_number(d->a), "b", json_number(d->b),
-                                                   "abs", json_number(d->a == d->b ? 0 : fabs(d->a - d->b)),
-                                                   "rel", json_number(rel_of(d->a, d->b))));
+                                                   "a", json_value(d->bits_a, d->a, o->as),
+                                                   "b", json_value(d->bits_b, d->b, o->as),
+                                                   "abs", json_number(abs_d), "rel", json_number(rel_d)));
         }
         json_object_set_new(obj, "first", first);
     }
@@ -641,14 +716,20 @@ static int decide(const struct compare_args *a, const struct pair *p, const stru
     for (int k = 0; k < 2; k++) {
         const struct tio_entry *e = k ? eb : ea;
         if (!e->supported || e->wide_ndim) {
-            msg_error(k ? sb->path : sa->path, "%s%s%s: %s", e->name ? "tensor '" : "",
-                      e->name ? e->name : "", e->name ? "'" : "",
-                      e->wide_ndim ? "more dimensions than tensorrun takes"
-                                   : "a dtype tensorrun cannot compare");
+            char what[300] = "";
+            if (e->name)
+                snprintf(what, sizeof what, "tensor '%s': ", e->name);
+            if (e->wide_ndim)
+                msg_error(k ? sb->path : sa->path, "%s%d dimensions, more than the %d tensorrun "
+                                                   "takes", what, e->wide_ndim, TR_MAX_DIMS);
+            else
+                msg_error(k ? sb->path : sa->path, "%sdtype '%s', which tensorrun cannot "
+                                                   "compare", what, e->dtype_text);
             return EXIT_IO;
         }
     }
     o->verdict = comparable(a, ea, eb, &o->tol, &dtype);
+    o->as = dtype;
     if (o->verdict != CLOSE)
         return EXIT_OK;
     o->numel = 1;

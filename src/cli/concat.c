@@ -137,6 +137,7 @@ static int parse_args(int argc, char **argv, struct concat_args *a)
             if (!parse_size(optarg, &a->memory_limit) || a->memory_limit == 0)
                 return usage_error("concat: --memory-limit: '%s' is not a size (such as 512M, "
                                    "2G or 1.5GiB)", optarg);
+            warn_memory_limit(optarg, a->memory_limit);
             break;
         case OPT_INPUT_DTYPE:
             if (tr_dtype_parse(optarg, &a->layout.dtype) != TR_OK)
@@ -197,13 +198,26 @@ static int open_input(const struct concat_args *a, struct input *in, const char 
     return EXIT_OK;
 }
 
-/* "tensor 'w' of " for a named tensor, "" otherwise. */
+/* "tensor 'w': " for a named tensor, "" otherwise: what a message is
+ * about. */
 static const char *which(const struct tio_entry *e, char *buf, size_t size)
 {
     if (e->name)
-        snprintf(buf, size, "tensor '%s' of ", e->name);
+        snprintf(buf, size, "tensor '%s': ", e->name);
     else
         buf[0] = '\0';
+    return buf;
+}
+
+/* How a message names the first file's side: "a.npy's is" for a single
+ * tensor, "in a.safetensors it is" for a named one. */
+static const char *theirs(const struct tio_entry *e, const char *path, const char *verb,
+                          char *buf, size_t size)
+{
+    if (e->name)
+        snprintf(buf, size, "in %s it %s", path, verb);
+    else
+        snprintf(buf, size, "%s's %s", path, verb);
     return buf;
 }
 
@@ -218,10 +232,14 @@ static int line_up(const struct concat_args *a, const struct input *ins, bool by
 
     for (int i = 0; i < a->nins; i++) {
         const struct tio_entry *e = tio_file_entry(ins[i].f, j->index[i]);
-        if (!e->supported || e->wide_ndim) {
-            msg_error(ins[i].path, "%s%s", which(e, w, sizeof w),
-                      e->wide_ndim ? "more dimensions than tensorrun takes"
-                                   : "a dtype tensorrun cannot join");
+        if (e->wide_ndim) {
+            msg_error(ins[i].path, "%s%d dimensions, more than the %d tensorrun takes",
+                      which(e, w, sizeof w), e->wide_ndim, TR_MAX_DIMS);
+            return EXIT_IO;
+        }
+        if (!e->supported) {
+            msg_error(ins[i].path, "%sdtype '%s', which tensorrun cannot join",
+                      which(e, w, sizeof w), e->dtype_text);
             return EXIT_IO;
         }
     }
@@ -242,17 +260,19 @@ static int line_up(const struct concat_args *a, const struct input *ins, bool by
     for (int i = 1; i < a->nins; i++) {
         const struct tio_entry *e = tio_file_entry(ins[i].f, j->index[i]);
         if (e->ndim != first->ndim) {
-            msg_error(ins[i].path, "%s%d dimensions, and %s%s has %d", which(e, w, sizeof w),
-                      e->ndim, which(first, w0, sizeof w0), ins[0].path, first->ndim);
+            msg_error(ins[i].path, "%s%d dimensions, and %s%s%s %d", which(e, w, sizeof w),
+                      e->ndim, first->name ? "in " : "", ins[0].path,
+                      first->name ? " it has" : " has", first->ndim);
             return EXIT_IO;
         }
         for (int d = 0; d < e->ndim; d++) {
             if (d == j->dim || e->shape[d] == first->shape[d])
                 continue;
-            msg_error(ins[i].path, "%sdimension %d is %lld, and %s%s's is %lld (only dimension "
-                                   "%d, joined, may differ)",
-                      which(e, w, sizeof w), d, (long long)e->shape[d], which(first, w0, sizeof w0),
-                      ins[0].path, (long long)first->shape[d], j->dim);
+            msg_error(ins[i].path, "%sdimension %d is %lld, and %s %lld (only dimension %d, "
+                                   "joined, may differ)",
+                      which(e, w, sizeof w), d, (long long)e->shape[d],
+                      theirs(first, ins[0].path, "is", w0, sizeof w0),
+                      (long long)first->shape[d], j->dim);
             return EXIT_IO;
         }
         if (__builtin_add_overflow(j->shape[j->dim], e->shape[j->dim], &j->shape[j->dim])) {
@@ -260,10 +280,15 @@ static int line_up(const struct concat_args *a, const struct input *ins, bool by
             return EXIT_IO;
         }
         if (e->dtype != first->dtype && a->dtype == TR_DTYPE_COUNT) {
-            msg_error(ins[i].path, "%sis %s, and %s%s's is %s", which(e, w, sizeof w),
-                      tr_dtype_name(e->dtype), which(first, w0, sizeof w0), ins[0].path,
+            msg_error(ins[i].path, "%sthe dtype is %s, and %s %s", which(e, w, sizeof w),
+                      tr_dtype_name(e->dtype), theirs(first, ins[0].path, "is", w0, sizeof w0),
                       tr_dtype_name(first->dtype));
-            msg_hint("give --dtype to join them as one dtype");
+            if (!by_name || tr_dtype_is_float(first->dtype))
+                msg_hint("give --dtype to join them as one dtype");
+            else
+                msg_hint("--dtype converts a collection's floating-point tensors only: convert "
+                         "this one to %s first (tensorrun convert --dtype-all)",
+                         tr_dtype_name(first->dtype));
             return EXIT_IO;
         }
     }
@@ -274,10 +299,11 @@ static int line_up(const struct concat_args *a, const struct input *ins, bool by
         for (int i = 1; i < a->nins; i++) {
             const struct tio_entry *e = tio_file_entry(ins[i].f, j->index[i]);
             if (e->dtype != first->dtype) {
-                msg_error(ins[i].path, "%sis %s, and %s%s's is %s (--dtype converts "
-                                       "floating-point tensors only)",
+                msg_error(ins[i].path, "%sthe dtype is %s, and %s %s (--dtype converts a "
+                                       "collection's floating-point tensors only)",
                           which(e, w, sizeof w), tr_dtype_name(e->dtype),
-                          which(first, w0, sizeof w0), ins[0].path, tr_dtype_name(first->dtype));
+                          theirs(first, ins[0].path, "is", w0, sizeof w0),
+                          tr_dtype_name(first->dtype));
                 return EXIT_IO;
             }
         }
@@ -372,7 +398,7 @@ static int order_stream(const struct input *in, int i, const struct joined *js,
 struct appender {
     struct tio_output *out;
     char *buf;
-    uint64_t used;
+    uint64_t used, cap;
 };
 
 static tr_status flush(struct appender *ap)
@@ -385,9 +411,9 @@ static tr_status flush(struct appender *ap)
 
 static tr_status append(struct appender *ap, const void *p, uint64_t bytes)
 {
-    if (ap->used + bytes > BUFFER_BYTES)
+    if (ap->used + bytes > ap->cap)
         TR_FORWARD_IF_ERROR(flush(ap));
-    if (bytes >= BUFFER_BYTES)
+    if (bytes >= ap->cap)
         return tio_output_append(ap->out, p, (size_t)bytes);
     memcpy(ap->buf + ap->used, p, (size_t)bytes);
     ap->used += bytes;
@@ -441,7 +467,8 @@ static tr_status write_joined(const struct concat_args *a, const struct input *i
                 if (s == TR_OK) {
                     *failed = a->out;
                     s = append(ap, p, (uint64_t)n * item);
-                    *failed = ins[i].path;
+                    if (s == TR_OK)
+                        *failed = ins[i].path;
                 }
                 done += n;
             }
@@ -493,7 +520,17 @@ static int write_output(const struct concat_args *a, const struct input *ins,
         values[k] = tio_file_metadata_value(f0, k);
     }
     if (s == TR_OK) {
-        buffer = tr_empty(TR_DTYPE_U8, 1, (int64_t[]){(int64_t)BUFFER_BYTES}, TR_CPU);
+        /* no larger than the output's data: small files take a small block */
+        uint64_t room = 0;
+        for (size_t t = 0; t < n; t++) {
+            uint64_t bytes = tr_dtype_size(js[t].dtype);
+            for (int d = 0; d < js[t].ndim; d++) /* saturating at the buffer's size */
+                bytes = bytes && (uint64_t)js[t].shape[d] > BUFFER_BYTES / bytes
+                            ? BUFFER_BYTES
+                            : bytes * (uint64_t)js[t].shape[d];
+            room = room + bytes > BUFFER_BYTES ? BUFFER_BYTES : room + bytes;
+        }
+        buffer = tr_empty(TR_DTYPE_U8, 1, (int64_t[]){room ? (int64_t)room : 1}, TR_CPU);
         s = buffer ? TR_OK : tr_last_status();
         failed = NULL;
     }
@@ -509,6 +546,7 @@ static int write_output(const struct concat_args *a, const struct input *ins,
         status = order_stream(&ins[i], i, js, order, n);
     ap.out = out;
     ap.buf = buffer ? tr_tensor_data_mut(buffer) : NULL;
+    ap.cap = buffer ? (uint64_t)tr_tensor_nbytes(buffer) : 0;
     for (size_t t = 0; t < n && s == TR_OK && status == EXIT_OK; t++)
         s = write_joined(a, ins, &js[order[t]], drop_above, &ap, &failed);
     if (s == TR_OK && status == EXIT_OK) {

@@ -138,37 +138,6 @@ static bool add_eval_output(struct run_args *a, const char *text)
     return true;
 }
 
-/* What a size was read as, in words: "512 bytes", "1.5 MiB". */
-static const char *size_words(uint64_t bytes, char *buf, size_t size)
-{
-    if (bytes < 1024)
-        snprintf(buf, size, "%llu byte%s", (unsigned long long)bytes, bytes == 1 ? "" : "s");
-    else
-        tr_format_bytes(bytes, buf, size);
-    return buf;
-}
-
-/* A limit below 1 MiB is almost surely a unit left out (512 for 512M); one
- * above the machine's memory caps nothing.  Both are warnings: the run
- * goes on with the limit as written. */
-static void check_memory_limit(const char *text, uint64_t limit)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    uint64_t machine = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
-    char read_as[32], mem[32];
-
-    if (limit < ((uint64_t)1 << 20)) {
-        size_t digits = strspn(text, "0123456789.");
-        msg_warning(NULL, "--memory-limit %s is %s; did you mean %.*sM?", text,
-                    size_words(limit, read_as, sizeof read_as), (int)digits, text);
-    } else if (machine && limit > machine) {
-        msg_warning(NULL, "--memory-limit %s is %s, more than this machine's memory (%s); "
-                          "it limits nothing",
-                    text, size_words(limit, read_as, sizeof read_as),
-                    tr_format_bytes(machine, mem, sizeof mem));
-    }
-}
-
 /* Whether validate takes option c: those that change what the plan says. */
 static bool validate_takes(int c)
 {
@@ -210,7 +179,7 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
         if (!parse_size(arg, &a->options.memory_limit) || a->options.memory_limit == 0)
             return usage_error("--memory-limit: '%s' is not a size (such as 512M, 2G or 1.5GiB)",
                                arg);
-        check_memory_limit(arg, a->options.memory_limit);
+        warn_memory_limit(arg, a->options.memory_limit);
         return EXIT_OK;
     case OPT_KEEP_CACHE:
         a->options.keep_cache = true;

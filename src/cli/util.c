@@ -234,3 +234,31 @@ int option_error(const char *command, int c, int argc, char **argv,
     fputs("Try 'tensorrun --help' for more information.\n", stderr);
     return EXIT_USAGE;
 }
+
+/* What a size was read as, in words: "512 bytes", "1.5 MiB". */
+static const char *size_words(uint64_t bytes, char *buf, size_t size)
+{
+    if (bytes < 1024)
+        snprintf(buf, size, "%llu byte%s", (unsigned long long)bytes, bytes == 1 ? "" : "s");
+    else
+        tr_format_bytes(bytes, buf, size);
+    return buf;
+}
+
+void warn_memory_limit(const char *text, uint64_t limit)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t machine = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    char read_as[32], mem[32];
+
+    if (limit < ((uint64_t)1 << 20)) {
+        size_t digits = strspn(text, "0123456789.");
+        msg_warning(NULL, "--memory-limit %s is %s; did you mean %.*sM?", text,
+                    size_words(limit, read_as, sizeof read_as), (int)digits, text);
+    } else if (machine && limit > machine) {
+        msg_warning(NULL, "--memory-limit %s is %s, more than this machine's memory (%s); "
+                          "it limits nothing",
+                    text, size_words(limit, read_as, sizeof read_as),
+                    tr_format_bytes(machine, mem, sizeof mem));
+    }
+}

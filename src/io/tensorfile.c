@@ -744,7 +744,7 @@ bool tio_file_streams_rows(const struct tio_file *f, size_t index)
     const struct tio_entry *e = tio_file_entry(f, index);
     int64_t stride = 1;
 
-    if (!e || !(f->deferred || (f->header_only && !f->mapped_bytes)) || f->pos > 0 ||
+    if (!e || !(f->deferred || (f->header_only && !f->mapped_bytes)) || f->pos > e->offset ||
         (f->format != TIO_FORMAT_NPY && f->format != TIO_FORMAT_RAW &&
          f->format != TIO_FORMAT_SAFETENSORS) ||
         !e->supported || e->byteswap || e->wide_ndim || e->ndim == 0)

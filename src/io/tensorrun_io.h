@@ -161,8 +161,9 @@ struct tr_tensor *tio_file_load(struct tio_file *file, size_t index);
  * A stream opened with defer_data, read a block of rows at a time:
  * tio_file_streams_rows says whether tensor index can be (a stream of
  * .npy, raw or safetensors, opened with defer_data or for its header
- * only, nothing read yet; the tensor supported, little-endian, in C
- * order); tio_file_read_deferred reads the data whole now, as an open
+ * only, nothing read past the tensor's first byte, so that the tensors
+ * of a safetensors stream can be read one after another in data order;
+ * the tensor supported, little-endian, in C order); tio_file_read_deferred reads the data whole now, as an open
  * without defer_data would have (nothing for another file);
  * tio_file_read_next copies
  * the next n bytes of its data into dst, in order (the first call skips

@@ -49,6 +49,11 @@ npy() {
     npy b 'np.array([1e300, 1e308])'
     run_tensorrun 1 compare a.npy b.npy --atol 1e300 --rtol 1e300
     [ "${lines[0]}" = "a.npy: 1 of 2 differ (max abs inf at [1], max rel inf at [1])" ]
+    # against an infinite reference there is no relative difference to name
+    npy a 'np.array([[1.0, 2.0]], np.float32)'
+    npy b 'np.array([[1.0, np.inf]], np.float32)'
+    run_tensorrun 1 compare a.npy b.npy
+    [ "${lines[0]}" = "a.npy: 1 of 2 differ (max abs inf at [0,1])" ]
 }
 
 @test "a dtype, a shape, a missing and an extra tensor are differences" {
@@ -81,6 +86,17 @@ st("b.safetensors", {"ids": np.arange(3), "w": np.ones(4, np.float32), "only_b":
     run_tensorrun 0 compare a.safetensors b.safetensors --key w --key ids
     [ "$output" = "0 of 2 tensors differ" ]
     run_tensorrun 1 compare a.safetensors b.safetensors --key w --key only_b
+    run_tensorrun 1 compare a.safetensors b.safetensors --json
+    "$PY" -c '
+import json, sys
+lines = [json.loads(l) for l in sys.argv[1].splitlines()]
+only = {t["name"]: t for t in lines[:-1]}
+assert only["only_a"]["difference"] == "only_in_a" and only["only_a"]["dtype"] == ["f32", None], only
+assert only["only_b"]["shape"] == [None, [1]] and only["w"]["close"] is True, only' "$output"
+    # a key given twice is compared once; an empty one is a usage error
+    run_tensorrun 0 compare a.safetensors b.safetensors --key w --key w
+    [ "$output" = "0 of 1 tensor differs" ]
+    run_tensorrun 2 compare a.safetensors b.safetensors --key ''
     run_tensorrun 4 compare a.safetensors b.safetensors --key nowhere
     [[ "$stderr" == *"no tensor 'nowhere' in a.safetensors or b.safetensors"* ]]
     # one tensor of a collection against a single-tensor file
@@ -111,6 +127,19 @@ EOF
     run_tensorrun 1 compare i-out.npy i-b.npy
     [ "${lines[0]}" = "i-out.npy: 1 of 2 differ (max abs 1.0e+00 at [1], max rel 1.4e-01 at [1])" ]
     run_tensorrun 0 compare i-out.npy i-b.npy --atol 1
+    # integers past f64's 53 bits: compared, shown and differenced exactly
+    npy big-a 'np.array([2**53 + 1, 5], np.int64)'
+    npy big-b 'np.array([2**53, 5], np.int64)'
+    run_tensorrun 1 compare big-a.npy big-b.npy
+    [ "${lines[0]}" = "big-a.npy: 1 of 2 differ (max abs 1.0e+00 at [0], max rel 1.1e-16 at [0])" ]
+    [ "${lines[1]}" = "  at [0]: 9007199254740993 against 9007199254740992 (abs 1.0e+00, rel 1.1e-16)" ]
+    npy u-a 'np.array([2**64 - 1], np.uint64)'
+    npy u-b 'np.array([7], np.uint64)'
+    run_tensorrun 1 compare u-a.npy u-b.npy --json
+    "$PY" -c '
+import json, sys
+t = json.loads(sys.argv[1].splitlines()[0])
+assert t["first"][0]["a"] == "18446744073709551615" and t["first"][0]["b"] == 7, t' "$output"
     # bf16 (in safetensors: .npy cannot hold it): 1.6e-2 relative
     "$PY" -c '
 import numpy as np, json, struct
@@ -155,6 +184,8 @@ for path, v in [("bf-b.safetensors", 1.0), ("bf-in.safetensors", 1.0078125), ("b
     [[ "$stderr" == *"bad.npy"* ]]
     head -c 100 a.npy > short.npy
     run_tensorrun 4 compare a.npy short.npy
+    run_tensorrun 0 compare a.npy a.npy --memory-limit 512
+    [[ "$stderr" == *"warning: --memory-limit 512 is 512 bytes; did you mean 512M?"* ]]
     run_tensorrun 0 compare --help
     [[ "$output" == *"Exit status: 0 everything is close, 1 something differs"* ]]
 }
@@ -231,6 +262,20 @@ EOF
     run --separate-stderr bash -c "cat a.npy | '$TENSORRUN' compare - f.npy"
     [ "$status" -eq 0 ]
     run --separate-stderr bash -c "zstdcat a.npy.zst | '$TENSORRUN' compare be.npy -"
+    [ "$status" -eq 0 ]
+    # a safetensors stream of several tensors, read one after another
+    "$PY" -c '
+import json, struct
+import numpy as np
+a = np.load("a.npy")
+h = json.dumps({"x": {"dtype": "F32", "shape": [300, 200], "data_offsets": [0, a.nbytes]},
+                "y": {"dtype": "F32", "shape": [300, 200], "data_offsets": [a.nbytes, 2 * a.nbytes]}}).encode()
+h += b" " * (-len(h) % 8)
+open("two.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + a.tobytes() + (a * 2).tobytes())'
+    zstd -q two.safetensors -o two.safetensors.zst
+    run_tensorrun 0 compare two.safetensors.zst two.safetensors
+    [ "$output" = "0 of 2 tensors differ" ]
+    run --separate-stderr bash -c "cat two.safetensors | '$TENSORRUN' compare <(zstdcat two.safetensors.zst) -"
     [ "$status" -eq 0 ]
     # an .npz (stored or deflated) against a safetensors file, name by name
     "$PY" -c '

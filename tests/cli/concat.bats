@@ -100,6 +100,21 @@ EOF
     st d.safetensors '{"w": np.zeros((1, 3), np.float32), "ids": np.arange(1), "x": np.zeros(1, np.float32)}'
     run_tensorrun 4 concat j.safetensors a.safetensors d.safetensors
     [[ "$stderr" == *"d.safetensors: error: tensor 'x' is not in a.safetensors"* ]]
+    # named tensors are named in the messages
+    st e.safetensors '{"w": np.zeros((1, 4), np.float32), "ids": np.arange(1)}'
+    run_tensorrun 4 concat j.safetensors a.safetensors e.safetensors
+    [[ "$stderr" == *"e.safetensors: error: tensor 'w': dimension 1 is 4, and in a.safetensors it is 3 (only dimension 0, joined, may differ)"* ]]
+    st f.safetensors '{"w": np.zeros((1, 3), np.float32), "ids": np.arange(1, dtype=np.int32)}'
+    run_tensorrun 4 concat j.safetensors a.safetensors f.safetensors --dtype f64
+    [[ "$stderr" == *"f.safetensors: error: tensor 'ids': the dtype is i32, and in a.safetensors it is i64"* ]]
+    [[ "$stderr" == *"(--dtype converts a collection's floating-point tensors only)"* ]]
+    run_tensorrun 4 concat j.safetensors a.safetensors f.safetensors
+    [[ "$stderr" == *"hint: --dtype converts a collection's floating-point tensors only"* ]]
+    # safetensors streams of several tensors, in their own order and in another
+    zstd -q a.safetensors -o a.safetensors.zst
+    run_tensorrun 0 concat j.safetensors a.safetensors.zst <(cat b.safetensors)
+    run_tensorrun 0 concat k.safetensors a.safetensors b.safetensors
+    run_tensorrun 0 compare j.safetensors k.safetensors --exact
     # several tensors cannot go to a one-tensor format
     run_tensorrun 2 concat j.npy a.safetensors b.safetensors
 }
@@ -116,7 +131,7 @@ np.save("s.npy", np.float32(1))'
     run_tensorrun 4 concat j.npy a.npy c.npy
     [[ "$stderr" == *"c.npy: error: 3 dimensions, and a.npy has 2"* ]]
     run_tensorrun 4 concat j.npy a.npy d.npy
-    [[ "$stderr" == *"d.npy: error: is f64, and a.npy's is f32"* ]]
+    [[ "$stderr" == *"d.npy: error: the dtype is f64, and a.npy's is f32"* ]]
     [[ "$stderr" == *"give --dtype"* ]]
     run_tensorrun 0 concat j.npy a.npy d.npy --dtype f64
     "$PY" -c 'import numpy as np; j = np.load("j.npy"); assert j.dtype == np.float64 and j.shape == (4, 3)'
@@ -128,6 +143,15 @@ np.save("s.npy", np.float32(1))'
     run_tensorrun 2 concat j.npy
     run_tensorrun 2 concat j.npz a.npy
     run_tensorrun 2 concat j.npy a.npy --dim x
+}
+
+@test "a closed pipe on standard output ends it quietly, as SIGPIPE does (141)" {
+    "$PY" -c 'import numpy as np; np.save("a.npy", np.ones((4096, 1024), np.float32))'
+    for extra in "" "--dtype f16" "--format npy.zst"; do
+        run --separate-stderr bash -c "'$TENSORRUN' concat - a.npy a.npy $extra | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
+        [ "$output" = 141 ] || { echo "$extra: $output, $stderr"; return 1; }
+        [ -z "$stderr" ]
+    done
 }
 
 @test "the output is atomic: a failure leaves the destination as it was" {
@@ -166,6 +190,8 @@ np.save(sys.stdout.buffer, np.concatenate([a, a]))') --exact
 import numpy as np
 a, j = np.load("a.npy", mmap_mode="r"), np.load("j.npy", mmap_mode="r")
 assert j.shape == (4096, 8192) and (j[:, :4096] == a).all() and (j[:, 4096:] == a).all()'
-    # mapped inputs take no pool at all
+    # mapped inputs take no pool at all, and small outputs a small buffer
     run_tensorrun 0 concat j.npy a.npy a.npy --memory-limit 5M
+    "$PY" -c 'import numpy as np; np.save("s.npy", np.arange(100, dtype=np.float32))'
+    run_tensorrun 0 concat j.npy s.npy s.npy --memory-limit 2M
 }
