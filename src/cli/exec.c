@@ -644,6 +644,8 @@ static int report_device(struct exec *x, size_t s, struct tr_device device,
     r.kept = kept;
     r.nkept = nkept;
     r.blocks = st->has_foreach ? x->prog->stages[s].nblocks : -1;
+    r.shard_k = x->p->shard_k;
+    r.shard_n = x->p->shard_n;
     r.wall_ms = exec_now_ms() - start;
     x->released_bytes += r.released_bytes;
     if (device.kind == TR_DEV_CPU && r.peak_active_bytes > x->peak_bytes)
@@ -828,6 +830,8 @@ static void report_total(struct exec *x, double start)
     }
     run.output_names = names;
     run.output_paths = paths;
+    run.shard_k = x->p->shard_k;
+    run.shard_n = x->p->shard_n;
     report_run(&x->report, &run);
     free(names);
     free(paths);

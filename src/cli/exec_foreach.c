@@ -105,11 +105,13 @@ struct blocks {
     struct cut cut[FOREACH_MAX_OVER];
     size_t ncut;
     int64_t rows, size, nblocks;
+    int64_t first, end;           /* the blocks run: [first, end) of the whole's */
     uint64_t row_bytes;           /* of all the cuts together */
 };
 
-/* Runs block b, rows [start, start + n) of each cut (of over itself, or
- * of the block read from a stream into its buffer). */
+/* Runs block b (counted from the first block run, so that a shard's
+ * parts start its wholes), rows [start, start + n) of each cut (of over
+ * itself, or of the block read from a stream into its buffer). */
 static int run_block(struct exec *x, size_t s, const struct blocks *bl,
                      struct tr_tensor *const *wholes, int64_t b, int64_t start, int64_t n)
 {
@@ -235,11 +237,33 @@ static int fetch_block(const struct blocks *bl, int64_t b, int64_t start, int64_
                       tr_last_error());
             return exit_for_status(tr_last_status());
         }
-        if (cut->ra && b + 1 < bl->nblocks)
+        if (cut->ra && b + 1 < bl->end)
             tio_readahead_next(cut->ra,
                                (const char *)tr_tensor_data(cut->over) +
                                    (uint64_t)(start + n) * cut->row_bytes,
                                (uint64_t)(after < bl->size ? after : bl->size) * cut->row_bytes);
+    }
+    return EXIT_OK;
+}
+
+/* A shard's streams, moved on past the rows of the blocks before its own
+ * (read into the block buffer and dropped: a stream cannot seek). */
+static int skip_blocks(const struct blocks *bl)
+{
+    for (size_t c = 0; c < bl->ncut; c++) {
+        const struct cut *cut = &bl->cut[c];
+        int64_t left = bl->first * bl->size;
+        while (cut->stream && left > 0) {
+            int64_t n = left < bl->size ? left : bl->size;
+            if (tio_file_read_next(cut->stream->file, cut->stream->index,
+                                   tr_tensor_data_mut(cut->buffer),
+                                   (uint64_t)n * cut->row_bytes) != TR_OK) {
+                msg_error(cut->stream->input->path, "input '%s': %s", cut->stream->input->name,
+                          tr_last_error());
+                return exit_for_status(tr_last_status());
+            }
+            left -= n;
+        }
     }
     return EXIT_OK;
 }
@@ -276,7 +300,8 @@ int exec_foreach(struct exec *x, size_t s)
     const struct program_stage *pst = &x->prog->stages[s];
     const struct plan_stage *ps = &x->plan->stages[s];
     size_t once_end = pst->first + pst->nonce, blocks_end = once_end + pst->nblock;
-    struct blocks bl = {.st = ps->stage, .size = pst->block_rows, .nblocks = pst->nblocks};
+    struct blocks bl = {.st = ps->stage, .size = pst->block_rows, .nblocks = pst->nblocks,
+                        .first = pst->first_block, .end = pst->first_block + pst->nblocks};
     struct tr_tensor **wholes;
     int status = EXIT_OK;
 
@@ -296,25 +321,32 @@ int exec_foreach(struct exec *x, size_t s)
         return EXIT_OOM;
     }
     status = begin_blocks(x, s, wholes, &bl);
-    progress_blocks(x->progress, bl.st->name, (size_t)bl.nblocks,
-                    (uint64_t)bl.rows * bl.row_bytes);
+    if (status == EXIT_OK && bl.nblocks > 0)
+        status = skip_blocks(&bl);
+    {
+        /* the rows of the blocks run: a shard's, or all */
+        int64_t from = bl.first * bl.size, to = bl.end * bl.size < bl.rows ? bl.end * bl.size : bl.rows;
+        progress_blocks(x->progress, bl.st->name, (size_t)bl.nblocks,
+                        (uint64_t)(bl.nblocks ? to - from : 0) * bl.row_bytes);
+    }
     x->block_stage = (int)s;
-    for (int64_t b = 0; b < bl.nblocks && status == EXIT_OK; b++) {
+    for (int64_t b = bl.first; b < bl.end && status == EXIT_OK; b++) {
         int64_t start = b * bl.size, n = bl.rows - start < bl.size ? bl.rows - start : bl.size;
         double t0 = exec_now_ms();
-        x->last_block = b == bl.nblocks - 1 && n < (bl.rows < bl.size ? bl.rows : bl.size);
-        set_builtins(x, s, start, b, bl.nblocks);
+        x->last_block = b == pst->all_blocks - 1 && n < (bl.rows < bl.size ? bl.rows : bl.size);
+        set_builtins(x, s, start, b, pst->all_blocks);
         status = fetch_block(&bl, b, start, n);
         if (status == EXIT_OK)
-            status = run_block(x, s, &bl, wholes, b, start, n);
+            status = run_block(x, s, &bl, wholes, b - bl.first, start, n);
         done_block(&bl, start, n);
         if (status == EXIT_OK && x->o->verbosity > 0) {
             char t[32];
             msg_note(NULL, "stage '%s', block %lld of %lld (rows %lld to %lld): %s", bl.st->name,
-                     (long long)b + 1, (long long)bl.nblocks, (long long)start,
+                     (long long)b + 1, (long long)pst->all_blocks, (long long)start,
                      (long long)(start + n), report_format_time(exec_now_ms() - t0, t, sizeof t));
         }
-        progress_block(x->progress, (size_t)b + 1, (uint64_t)(start + n) * bl.row_bytes);
+        progress_block(x->progress, (size_t)(b - bl.first) + 1,
+                       (uint64_t)(start + n - bl.first * bl.size) * bl.row_bytes);
     }
     status = end_blocks(&bl, status);
     x->block_stage = -1;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "fold.h"
 #include "last_block.h"
 
@@ -954,12 +955,41 @@ static int64_t rows_in_bytes(const struct plan *plan, const size_t *over, size_t
  * instructions record (its instructions are then dropped); a kept value
  * that depends on the block is the blocks' values joined along dimension
  * 0. */
+/* The blocks of a foreach stage that --shard K/N runs: [*first, *first +
+ * *count), the K-th of N contiguous, nearly equal ranges of the unsharded
+ * run's blocks (all of them when unsharded).  false, after an error (exit
+ * 2), when there are fewer blocks than shards: a shard would be empty,
+ * and the stages after it would see no rows. */
+static bool shard_range(const struct pipeline *p, const struct stage *s, int64_t blocks,
+                        struct diag_list *d, int64_t *first, int64_t *count)
+{
+    unsigned __int128 k = (unsigned)p->shard_k, n = (unsigned)p->shard_n;
+
+    *first = 0;
+    *count = blocks;
+    if (p->shard_n == 0)
+        return true;
+    if (blocks < p->shard_n) {
+        diag_error_code(d, EXIT_USAGE, s->foreach_line, s->foreach_col,
+                        "a shard is at least one block: use at most as many shards as blocks, "
+                        "or smaller blocks",
+                        "--shard %d/%d: stage '%s' has %lld block%s, fewer than the %d shards",
+                        p->shard_k, p->shard_n, s->name ? s->name : "?", (long long)blocks,
+                        blocks == 1 ? "" : "s", p->shard_n);
+        return false;
+    }
+    *first = (int64_t)((unsigned __int128)blocks * (k - 1) / n);
+    *count = (int64_t)((unsigned __int128)blocks * k / n) - *first;
+    return true;
+}
+
 static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
 {
     const struct stage *s = &plan->pipeline->stages[index];
     struct program *prog = plan->program;
     struct program_stage full;
-    int64_t rows, blocks, last, joined, size;
+    int64_t rows, blocks, last, joined, size, first = 0, count = 0, full_run;
+    bool tail_run;
     size_t start = plan->nvalues, full_end, ninstrs, nvalues, first_instr, errors;
     size_t over[FOREACH_MAX_OVER] = {0};
     uint32_t first_value;
@@ -974,6 +1004,10 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
                            : rows_in_bytes(plan, over, s->nover, s->foreach_bytes);
     blocks = rows / size + (rows % size != 0); /* rows + size overflows */
     last = rows - (blocks > 0 ? (blocks - 1) * size : 0);
+    if (!shard_range(plan->pipeline, s, blocks, d, &first, &count)) {
+        lower_statements(plan, index, d, 0, NULL);
+        return;
+    }
     first_instr = prog->ninstrs;
     first_value = (uint32_t)prog->nvalues;
     errors = d->errors;
@@ -983,8 +1017,11 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
     ninstrs = prog->ninstrs;
     nvalues = prog->nvalues;
     full = prog->stages[index];
-    full.nblocks = blocks;
+    full.nblocks = count;
     full.block_rows = size;
+    full.first_block = first;
+    full.all_blocks = blocks;
+    full.with_last = first + count == blocks;
     if (blocks < 2 || last == size)
         last = -1; /* every block as long as the first */
     if (last >= 0) {
@@ -995,7 +1032,9 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
                              nvalues);
         diag_free(&last_d);
     }
-    /* join along dimension 0 what depends on the blocks */
+    /* join along dimension 0 what depends on the blocks run (a shard's) */
+    tail_run = last >= 0 && full.with_last && count > 0;
+    full_run = count - tail_run;
     for (size_t i = start; i < full_end; i++) {
         struct plan_value *v = &plan->values[i];
         const struct plan_value *tail = last >= 0 ? &plan->values[full_end + (i - start)] : v;
@@ -1003,9 +1042,8 @@ static void lower_foreach(struct plan *plan, int index, struct diag_list *d)
             continue;
         if (v->meta.ndim == 0)
             continue; /* refused when kept: see check_keeps */
-        if (__builtin_mul_overflow(v->meta.shape[0], blocks > 0 ? blocks - (last >= 0) : 0,
-                                   &joined) ||
-            __builtin_add_overflow(joined, last >= 0 && tail->meta.kind == TR_VALUE_TENSOR
+        if (__builtin_mul_overflow(v->meta.shape[0], full_run, &joined) ||
+            __builtin_add_overflow(joined, tail_run && tail->meta.kind == TR_VALUE_TENSOR
                                              ? tail->meta.shape[0] : 0, &joined)) {
             diag_error(d, v->line, v->col, NULL,
                        "'%s' of the %lld blocks joined has more than %lld rows", v->name,

@@ -574,7 +574,7 @@ static void replay_foreach(struct replay *r, size_t s)
                         : NO_ROOT;
     if (st->nblocks > 0)
         replay_block(r, s, false);
-    if (st->nblocks > 0 && has_shorter_last_block(r->prog, s))
+    if (st->nblocks > 0 && st->with_last && has_shorter_last_block(r->prog, s))
         replay_block(r, s, true);
     r->at = blocks_end;
     for (size_t c = 0; c < st->nover; c++)

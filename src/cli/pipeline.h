@@ -92,6 +92,8 @@ struct pipeline {
     struct tr_device force_device;
     uint64_t memory_limit;         /* --memory-limit in bytes; 0: none */
     int threads;                   /* --threads; 0: every online core */
+    int shard_k, shard_n;          /* --shard K/N: the K-th of N ranges of every
+                                      foreach stage's blocks; 0/0 unsharded */
     const char *print_name;        /* eval's value printed at the end, or NULL */
     struct param *params;
     size_t nparams;

@@ -196,6 +196,10 @@ struct program_stage {
     size_t nover;                /* 0: not a foreach stage */
     int64_t nblocks;             /* foreach: its blocks (0 when over has no rows) */
     int64_t block_rows;          /* foreach: rows a block (size:, or its bytes in rows) */
+    int64_t first_block;         /* foreach: the first block run (its index in the whole:
+                                    not 0 for a later --shard), then nblocks of them */
+    int64_t all_blocks;          /* foreach: the blocks of the unsharded run */
+    bool with_last;              /* foreach: the blocks run end with the whole's last */
     size_t nonce, nblock;        /* foreach: its instructions are nonce PART_ONCE, then
                                     nblock PART_BLOCK, then PART_AFTER */
     struct tr_device device;     /* where its instructions run */

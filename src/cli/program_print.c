@@ -348,8 +348,14 @@ void program_print(const struct plan *plan, FILE *out)
             fprintf(out, ", foreach ");
             for (size_t c = 0; c < ps->stage->nover; c++)
                 fprintf(out, "%s%s", c ? ", " : "", ps->stage->foreach_over[c].name);
-            fprintf(out, " by %lld rows (%lld block%s)", (long long)pst->block_rows,
-                    (long long)pst->nblocks, pst->nblocks == 1 ? "" : "s");
+            if (plan->pipeline->shard_n)
+                fprintf(out, " by %lld rows (blocks %lld to %lld of %lld: shard %d of %d)",
+                        (long long)pst->block_rows, (long long)pst->first_block + 1,
+                        (long long)(pst->first_block + pst->nblocks), (long long)pst->all_blocks,
+                        plan->pipeline->shard_k, plan->pipeline->shard_n);
+            else
+                fprintf(out, " by %lld rows (%lld block%s)", (long long)pst->block_rows,
+                        (long long)pst->nblocks, pst->nblocks == 1 ? "" : "s");
         }
         fprintf(out, ":\n");
         if (pst->nover > 0)
@@ -606,6 +612,8 @@ void program_print_json(const struct plan *plan, FILE *out)
     char dev[TR_DEVICE_NAME_MAX];
 
     json_object_set_new(root, "pipeline", json_string(p->path));
+    json_object_set_new(root, "shard", p->shard_n ? json_pack("[ii]", p->shard_k, p->shard_n)
+                                                  : json_null());
     for (size_t v = 0; v < prog->nvalues; v++) {
         const struct value *pv = &prog->values[v];
         json_t *o = json_meta(&pv->meta);
@@ -655,6 +663,8 @@ void program_print_json(const struct plan *plan, FILE *out)
             json_object_set_new(o, "foreach_over", over);
             json_object_set_new(o, "foreach_size", json_integer(pst->block_rows));
             json_object_set_new(o, "foreach_blocks", json_integer(pst->nblocks));
+            json_object_set_new(o, "foreach_first_block", json_integer(pst->first_block));
+            json_object_set_new(o, "foreach_all_blocks", json_integer(pst->all_blocks));
             json_object_set_new(o, "joins", json_joins(prog, s));
         }
         json_array_append_new(stages, o);

@@ -82,6 +82,8 @@ void report_stage(struct report *r, const struct stage_report *s)
         json_object_set_new(o, "kept", kept);
         if (s->blocks >= 0)
             json_object_set_new(o, "blocks", json_integer((json_int_t)s->blocks));
+        if (s->shard_n > 0)
+            json_object_set_new(o, "shard", json_pack("[ii]", s->shard_k, s->shard_n));
         print_json(r, o);
         return;
     }
@@ -97,6 +99,8 @@ void report_stage(struct report *r, const struct stage_report *s)
     if (s->blocks >= 0)
         fprintf(r->out, "%*s%lld block%s", s->cache_hit_count < 10 ? 5 : 3, "",
                 (long long)s->blocks, s->blocks == 1 ? "" : "s");
+    if (s->blocks >= 0 && s->shard_n > 0)
+        fprintf(r->out, " (shard %d of %d)", s->shard_k, s->shard_n);
     fputc('\n', r->out);
     fflush(r->out);
 }
@@ -127,6 +131,8 @@ void report_run(struct report *r, const struct run_report *run)
         for (size_t i = 0; i < run->noutputs; i++)
             json_object_set_new(outputs, run->output_names[i], json_string(run->output_paths[i]));
         json_object_set_new(o, "outputs", outputs);
+        if (run->shard_n > 0)
+            json_object_set_new(o, "shard", json_pack("[ii]", run->shard_k, run->shard_n));
         print_json(r, o);
         return;
     }

@@ -29,6 +29,7 @@ struct stage_report {
     size_t nkept;
     int64_t blocks;              /* a foreach stage's blocks (0 for no rows); -1 for
                                     another stage */
+    int shard_k, shard_n;        /* --shard K/N; 0/0 unsharded */
 };
 
 #define REPORT_MAX_DEVICES 8
@@ -45,6 +46,7 @@ struct run_report {
     const char *const *output_names;
     const char *const *output_paths;
     size_t noutputs;
+    int shard_k, shard_n;        /* --shard K/N; 0/0 unsharded */
 };
 
 struct report {

@@ -17,11 +17,13 @@
 #include "msg.h"
 #include "plan.h"
 #include "program_print.h"
+#include "shard.h"
 #include "tensorrun_io.h"
 
 enum {
     OPT_DEVICE = 256, OPT_FORCE_DEVICE, OPT_THREADS, OPT_MEMORY_LIMIT, OPT_KEEP_CACHE, OPT_STATS,
-    OPT_STATS_FILE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT, OPT_JSON
+    OPT_STATS_FILE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FSYNC, OPT_PRINT, OPT_FORMAT, OPT_JSON,
+    OPT_SHARD
 };
 
 static const struct option options[] = {
@@ -38,6 +40,7 @@ static const struct option options[] = {
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"fsync", no_argument, NULL, OPT_FSYNC},
+    {"shard", required_argument, NULL, OPT_SHARD},
     {"dry-run", no_argument, NULL, 'n'},
     {"json", no_argument, NULL, OPT_JSON},
     {"quiet", no_argument, NULL, 'q'},
@@ -65,6 +68,9 @@ static const char run_options_help[] =
     "      --progress, --no-progress\n"
     "                           a progress line on stderr (default: on a terminal)\n"
     "      --fsync              flush outputs and their directories to disk\n"
+    "      --shard K/N|auto/N|auto\n"
+    "                           run the K-th of N ranges of every foreach stage's blocks\n"
+    "                           (auto: a Slurm job array's task); outputs need {shard}\n"
     "  -n, --dry-run            check and print the program; compute and write nothing\n"
     "      --json               with --dry-run: the program as JSON (else a usage error)\n"
     "  -q, --quiet              no statistics, no progress\n"
@@ -79,6 +85,8 @@ static const char validate_options_help[] =
     "      --force-device DEV   every stage on DEV (cpu, cuda or cuda:N)\n"
     "      --threads N          CPU threads the run would use\n"
     "      --memory-limit SIZE  the run's cap on pool memory (512M, 2G, 1.5GiB)\n"
+    "      --shard K/N|auto/N|auto\n"
+    "                           the blocks of shard K of N (see run --help)\n"
     "      --json               the program as JSON\n";
 
 static void print_help(enum run_command command)
@@ -142,7 +150,7 @@ static bool add_eval_output(struct run_args *a, const char *text)
 static bool validate_takes(int c)
 {
     return c == 'D' || c == 'i' || c == 'o' || c == OPT_DEVICE || c == OPT_FORCE_DEVICE ||
-           c == OPT_THREADS || c == OPT_MEMORY_LIMIT || c == OPT_JSON;
+           c == OPT_THREADS || c == OPT_MEMORY_LIMIT || c == OPT_JSON || c == OPT_SHARD;
 }
 
 static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
@@ -207,6 +215,10 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
     case OPT_FSYNC:
         a->options.fsync = true;
         return EXIT_OK;
+    case OPT_SHARD:
+        if (eval)
+            return usage_error("eval: --shard splits foreach stages, which eval has none of");
+        return shard_parse(arg, &a->shard_k, &a->shard_n);
     case 'n':
         a->dry_run = true;
         return EXIT_OK;
@@ -503,6 +515,13 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     p->memory_limit = a->options.memory_limit;
     p->threads = a->options.threads;
     p->print_name = a->options.print_name;
+    p->shard_k = a->shard_k;
+    p->shard_n = a->shard_n;
+    status = shard_outputs(p);
+    if (status != EXIT_OK)
+        return status;
+    if (!a->shard_n)
+        shard_warn_unsharded();
     /* inputs read into memory (zstd, pipes) count from their first byte */
     if (!a->dry_run && tr_memory_set_limit(TR_CPU, a->options.memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
@@ -512,6 +531,11 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     if (!a->dry_run)
         tr_memory_reset_peak(TR_CPU);
     plan = plan_build(p, d, !a->dry_run);
+    if (plan && diag_exit_code(d) == EXIT_OK && shard_check_plan(plan) != EXIT_OK) {
+        diag_print(d, stderr);
+        plan_free(plan);
+        return EXIT_USAGE;
+    }
     if (plan && diag_exit_code(d) == EXIT_OK)
         check_input_memory(plan, a->options.memory_limit, d);
     if (plan && diag_exit_code(d) == EXIT_OK)

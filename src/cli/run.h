@@ -24,6 +24,7 @@ struct run_args {
     bool force_given;            /* --force-device: every stage on force_device */
     struct tr_device force_device;
     bool stats_given, quiet, dry_run;
+    int shard_k, shard_n;        /* --shard; 0/0 unsharded */
     bool json;                   /* --json: validate and --dry-run print JSON */
     const char *stats_file;
     char **args;                 /* argv without "--" and the word after it */
