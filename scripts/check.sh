@@ -10,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
-install_deps $TR_FUZZ_PACKAGES bats bats-assert bats-support python3-numpy python3-torch \
+install_deps $TR_FUZZ_PACKAGES $TR_CLUSTER_PACKAGES bats bats-assert bats-support python3-numpy python3-torch \
     python3-dask valgrind zstd || exit 1
 
 jobs=$(nproc)

@@ -7,6 +7,8 @@ TR_PACKAGES="build-essential autoconf automake libtool pkg-config
 # what make fuzz and the fuzz smoke run of make check build with: clang,
 # and its libFuzzer runtime, which Debian packages apart
 TR_FUZZ_PACKAGES="clang libclang-rt-14-dev"
+# what the one-node Slurm cluster of tests/cli/slurm.bats runs on
+TR_CLUSTER_PACKAGES="slurm-wlm munge"
 
 install_deps() {
     missing=
