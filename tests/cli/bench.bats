@@ -127,3 +127,12 @@ print(int(x.astype("f8").sum()))' > want
     assert_line --partial "of that bandwidth"
     [ -z "$(ls -A "$BATS_TEST_TMPDIR" | grep tensorrun-bench-compare)" ]
 }
+
+@test "shard_bench.py runs the search whole and as 4 shards, checks both answers and prints its table at a tiny size" {
+    TMPDIR=$BATS_TEST_TMPDIR RUNS=1 TR_BENCH_SCALE=0.01 \
+        run timeout 300 /usr/bin/python3 "$TR_SRCDIR/bench/shard_bench.py" "$TENSORRUN" "$TR_SRCDIR"
+    assert_success
+    assert_line --regexp '^  sharded/whole: CPU [0-9.]+x \(ideal 1\.0: the overhead of sharding\), wall [0-9.]+x$'
+    assert_line --partial "checks: the sharded run's ids are the whole run's: yes"
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR" | grep tensorrun-bench-shard)" ]
+}
