@@ -137,6 +137,8 @@ static struct result eval_name(struct eval *ev, const struct expr *e)
     int builtin = v ? -1 : builtin_index(e->v.name);
 
     if (builtin >= 0) {
+        if (!ev->in_foreach && ev->plan->pipeline->stages[ev->stage].foreach_broken)
+            return failed(); /* the foreach's own error is the one to read */
         if (!ev->in_foreach) {
             diag_error(ev->d, e->line, e->col, "use it in a stage with foreach: {over: ..., size: ...}",
                        "'%s' is defined only inside a foreach stage", e->v.name);

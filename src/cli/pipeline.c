@@ -1075,8 +1075,10 @@ static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v
     const struct ynode *over = NULL, *size = NULL;
     bool ok = true;
 
-    if (!expect_kind(c, v, YNODE_MAPPING, "foreach", "write foreach: {over: NAME, size: ROWS}"))
+    if (!expect_kind(c, v, YNODE_MAPPING, "foreach", "write foreach: {over: NAME, size: ROWS}")) {
+        st->foreach_broken = true;
         return;
+    }
     if (!ynode_get(v, "over"))
         diag_error(c->d, v->line, v->col, "add over: NAME (the value to split along dim 0)",
                    "'foreach' has no 'over'");
@@ -1097,8 +1099,10 @@ static void parse_foreach(struct ctx *c, struct stage *st, const struct ynode *v
                 ok = false;
         }
     }
-    if (!over || !size || !ok)
+    if (!over || !size || !ok) {
+        st->foreach_broken = true;
         return;
+    }
     st->has_foreach = true;
     st->foreach_line = over->line;
     st->foreach_col = over->col;

@@ -54,6 +54,7 @@ struct stage {
     bool keep_cache;
     bool matmul_high;       /* matmul_precision: high (TF32 allowed on CUDA) */
     bool has_foreach;
+    bool foreach_broken;    /* a foreach: key with errors (already reported) */
     struct name_at foreach_over[FOREACH_MAX_OVER]; /* row-aligned: the same dim 0 */
     size_t nover;
     int foreach_line, foreach_col; /* of over: */

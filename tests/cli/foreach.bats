@@ -624,4 +624,9 @@ assert st["foreach_over"] == ["f", "l"] and st["foreach_blocks"] == 4, st'
     sed -i 's/over: \[f, l, f\]/over: []/' pairs.yaml
     run_tensorrun 3 validate pairs.yaml
     [[ "$stderr" == *"over lists 0 values; it takes 1 to 8"* ]]
+    # a size that is not one: its error alone, not chunk_start's after it
+    sed -i 's/over: \[\], size: 3200B/over: [f, l], size: rows/' pairs.yaml
+    run_tensorrun 3 validate pairs.yaml
+    [[ "$stderr" == *"for 'size', found 'rows'"* ]]
+    [ "$(grep -c 'error:' <<< "$stderr")" = 1 ]
 }
