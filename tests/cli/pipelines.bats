@@ -74,7 +74,30 @@ err = float(np.load("out/quantize-error.npy"))
 assert 0 < err <= scale.max() / 2 * 1.0001, err'
 }
 
+# shards: search-sharded.yaml's 4 shards, and their answers joined for
+# search-merge.yaml
+shards() {
+    for k in 1 2 3 4; do
+        run_tensorrun 0 search-sharded.yaml --shard $k/4 -q
+    done
+    run_tensorrun 0 concat out/v.npy out/v-1.npy out/v-2.npy out/v-3.npy out/v-4.npy
+    run_tensorrun 0 concat out/i.npy out/i-1.npy out/i-2.npy out/i-3.npy out/i-4.npy
+}
+
+@test "search-sharded.yaml in 4 shards, joined and merged by search-merge.yaml, is search.yaml's top k" {
+    run_tensorrun 0 validate search-sharded.yaml --shard 4/4
+    [[ "$output" == *"foreach emb by 2048 rows (blocks 8 to 10 of 10: shard 4 of 4)"* ]]
+    shards
+    run_tensorrun 0 search-merge.yaml -q -o best=out/merged-best.npy -o ids=out/merged-ids.npy
+    run_tensorrun 0 search.yaml -q
+    assert_tensors_equal out/merged-best.npy out/best.npy
+    assert_tensors_equal out/merged-ids.npy out/ids.npy
+    # more shards than its 10 blocks is refused
+    run_tensorrun 2 search-sharded.yaml --shard 1/11
+}
+
 @test "every example passes validate" {
+    shards # search-merge.yaml's inputs
     for p in *.yaml; do
         run_tensorrun 0 validate "$p"
     done
