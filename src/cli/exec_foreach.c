@@ -303,6 +303,7 @@ int exec_foreach(struct exec *x, size_t s)
     struct blocks bl = {.st = ps->stage, .size = pst->block_rows, .nblocks = pst->nblocks,
                         .first = pst->first_block, .end = pst->first_block + pst->nblocks};
     struct tr_tensor **wholes;
+    int64_t to;
     int status = EXIT_OK;
 
     x->held = pst; /* the part before the blocks may read the cut values last */
@@ -323,12 +324,11 @@ int exec_foreach(struct exec *x, size_t s)
     status = begin_blocks(x, s, wholes, &bl);
     if (status == EXIT_OK && bl.nblocks > 0)
         status = skip_blocks(&bl);
-    {
-        /* the rows of the blocks run: a shard's, or all */
-        int64_t from = bl.first * bl.size, to = bl.end * bl.size < bl.rows ? bl.end * bl.size : bl.rows;
-        progress_blocks(x->progress, bl.st->name, (size_t)bl.nblocks,
-                        (uint64_t)(bl.nblocks ? to - from : 0) * bl.row_bytes);
-    }
+    /* the rows of the blocks run, a shard's or all (the last block's end
+     * is the rows': end * size may pass INT64_MAX) */
+    to = bl.end == pst->all_blocks ? bl.rows : bl.end * bl.size;
+    progress_blocks(x->progress, bl.st->name, (size_t)bl.nblocks,
+                    (uint64_t)(bl.nblocks ? to - bl.first * bl.size : 0) * bl.row_bytes);
     x->block_stage = (int)s;
     for (int64_t b = bl.first; b < bl.end && status == EXIT_OK; b++) {
         int64_t start = b * bl.size, n = bl.rows - start < bl.size ? bl.rows - start : bl.size;
