@@ -195,13 +195,16 @@ static void test_readahead_whole_range(void)
     }
     ra = tio_readahead_open(t, path, sizeof header, UINT64_MAX);
     tio_readahead_next(ra, tr_tensor_data(t), data);
-    for (int tries = 0; tries < 200 && got < data / page; tries++) {
+    /* all of it but for a page or two that a busy machine (valgrind, the
+     * other suites of CI beside it) has evicted again; without the pieces
+     * it was a quarter (one read-ahead window) */
+    for (int tries = 0; tries < 500 && got < data / page; tries++) {
         got = resident_pages(tr_tensor_data(t), data);
         if (got < data / page)
             usleep(10000);
     }
-    ok(got >= data / page, "read-ahead of 32 MiB reads all of it: %zu of %zu pages", got,
-       data / page);
+    ok(got >= data / page * 99 / 100, "read-ahead of 32 MiB reads all of it: %zu of %zu pages",
+       got, data / page);
     tio_readahead_close(ra);
     tr_release(t);
     unlink(path);
