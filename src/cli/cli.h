@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "tensorrun.h"
+#include "tensorrun_io.h"
 
 /* Exit statuses, as tensorrun(1), EXIT STATUS lists them. */
 enum exit_code {
@@ -39,6 +40,9 @@ bool parse_size(const char *text, uint64_t *out);
  * a unit left out (512 for 512M), or above the machine's memory, which
  * caps nothing; the command goes on with the limit as written. */
 void warn_memory_limit(const char *text, uint64_t limit);
+/* An output --format: npy, safetensors or raw (npz too, for the caller to
+ * refuse), optionally followed by .zst; false for anything else. */
+bool parse_output_format(const char *text, enum tio_format *format, bool *zstd);
 /* A whole decimal integer in [min, max]. */
 bool parse_int(const char *text, int64_t min, int64_t max, int64_t *out);
 

@@ -364,27 +364,26 @@ static struct pair *pair_up(const struct compare_args *a, const struct side *sa,
     return p;
 }
 
-/* A stream is read in data order only: when the pairs would read one of
- * its tensors before an earlier one, or the same tensor twice, it is read
- * whole first.  EXIT_OK or the failure's status, said. */
+/* The tensors of one side that the pairs compare, in their order, to
+ * tensor_reader_order; EXIT_OK or the failure's status, said. */
 static int order_stream(const struct side *s, const struct pair *p, size_t n, bool side_a)
 {
-    uint64_t next = 0;
-    bool in_order = true;
+    size_t *index = calloc(n ? n : 1, sizeof *index), m = 0;
+    tr_status st;
 
-    for (size_t i = 0; i < n && in_order; i++) {
-        ptrdiff_t t = side_a ? p[i].a : p[i].b;
-        const struct tio_entry *e;
-        if (t < 0 || (p[i].a < 0 || p[i].b < 0))
-            continue;
-        e = tio_file_entry(s->f, (size_t)t);
-        in_order = e->offset >= next;
-        next = e->offset + e->nbytes + (e->nbytes == 0);
+    if (!index) {
+        msg_error(NULL, "out of memory");
+        return EXIT_OOM;
     }
-    if (in_order || tio_file_read_deferred(s->f) == TR_OK)
+    for (size_t i = 0; i < n; i++)
+        if (p[i].a >= 0 && p[i].b >= 0)
+            index[m++] = (size_t)(side_a ? p[i].a : p[i].b);
+    st = tensor_reader_order(s->f, index, m);
+    free(index);
+    if (st == TR_OK)
         return EXIT_OK;
     msg_error(s->path, "%s", tr_last_error());
-    return tr_last_status() == TR_ERR_OOM ? EXIT_OOM : EXIT_IO;
+    return st == TR_ERR_OOM ? EXIT_OOM : EXIT_IO;
 }
 
 /* Whether two entries can be compared element by element, as dtype:
@@ -750,15 +749,11 @@ static int run_compare(const struct compare_args *a, struct side *sa, struct sid
 {
     size_t npairs = 0, differ = 0;
     int status = EXIT_OK;
-    uint64_t drop_above = tio_readahead_default_threshold();
+    uint64_t drop_above;
     struct pair *pairs;
 
-    if (getenv("TENSORRUN_DROP_BEHIND") &&
-        !parse_size(getenv("TENSORRUN_DROP_BEHIND"), &drop_above)) {
-        msg_error(NULL, "TENSORRUN_DROP_BEHIND=%s is not a size in bytes (such as 64M)",
-                  getenv("TENSORRUN_DROP_BEHIND"));
+    if (!drop_behind_threshold(&drop_above))
         return EXIT_USAGE;
-    }
     pairs = pair_up(a, sa, sb, &npairs, &status);
     if (!pairs)
         return status;

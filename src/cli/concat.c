@@ -116,17 +116,13 @@ static int parse_args(int argc, char **argv, struct concat_args *a)
             if (tr_dtype_parse(optarg, &a->dtype) != TR_OK)
                 return usage_error("concat: --dtype: unknown dtype '%s'", optarg);
             break;
-        case OPT_FORMAT: {
-            char name[32];
-            size_t len = strlen(optarg);
-            a->zstd = len > 4 && strcmp(optarg + len - 4, ".zst") == 0;
-            snprintf(name, sizeof name, "%.*s", (int)(a->zstd ? len - 4 : len), optarg);
-            if (tio_format_parse(name, &a->format) != TR_OK || a->format == TIO_FORMAT_NPZ)
+        case OPT_FORMAT:
+            if (!parse_output_format(optarg, &a->format, &a->zstd) ||
+                a->format == TIO_FORMAT_NPZ)
                 return usage_error("concat: --format: unknown format '%s' (expected npy, "
                                    "safetensors or raw, each optionally followed by .zst)",
                                    optarg);
             break;
-        }
         case OPT_LEVEL:
             if (!parse_int(optarg, -7, 22, &v))
                 return usage_error("concat: --level: '%s' is not a level from -7 to 22",
@@ -374,23 +370,26 @@ static struct joined *plan_joins(const struct concat_args *a, const struct input
     return js;
 }
 
-/* A stream is read in data order only: when the output's order would read
- * its tensors out of that order, it is read whole first. */
+/* Input i's tensors in the output's order, to tensor_reader_order;
+ * EXIT_OK or the failure's status, said. */
 static int order_stream(const struct input *in, int i, const struct joined *js,
                         const size_t *order, size_t n)
 {
-    uint64_t next = 0;
-    bool in_order = true;
+    size_t *index = calloc(n ? n : 1, sizeof *index);
+    tr_status st;
 
-    for (size_t t = 0; t < n && in_order; t++) {
-        const struct tio_entry *e = tio_file_entry(in->f, js[order[t]].index[i]);
-        in_order = e->offset >= next;
-        next = e->offset + e->nbytes + (e->nbytes == 0);
+    if (!index) {
+        msg_error(NULL, "out of memory");
+        return EXIT_OOM;
     }
-    if (in_order || tio_file_read_deferred(in->f) == TR_OK)
+    for (size_t t = 0; t < n; t++)
+        index[t] = js[order[t]].index[i];
+    st = tensor_reader_order(in->f, index, n);
+    free(index);
+    if (st == TR_OK)
         return EXIT_OK;
     msg_error(in->path, "%s", tr_last_error());
-    return tr_last_status() == TR_ERR_OOM ? EXIT_OOM : EXIT_IO;
+    return st == TR_ERR_OOM ? EXIT_OOM : EXIT_IO;
 }
 
 /* The output's bytes, gathered into a buffer so that small runs (a join
@@ -598,7 +597,7 @@ int cmd_concat(int argc, char **argv)
     enum tio_compression compression;
     size_t njoined = 0;
     bool by_name = false;
-    uint64_t drop_above = tio_readahead_default_threshold();
+    uint64_t drop_above;
     int status = parse_args(argc, argv, &a), stdins = 0;
 
     if (status != EXIT_OK || !a.out)
@@ -622,12 +621,8 @@ int cmd_concat(int argc, char **argv)
                            a.out);
     if (format == TIO_FORMAT_NPY && a.dtype == TR_DTYPE_BF16)
         return usage_error("concat: .npy cannot hold bf16 (NumPy has no such dtype)");
-    if (getenv("TENSORRUN_DROP_BEHIND") &&
-        !parse_size(getenv("TENSORRUN_DROP_BEHIND"), &drop_above)) {
-        msg_error(NULL, "TENSORRUN_DROP_BEHIND=%s is not a size in bytes (such as 64M)",
-                  getenv("TENSORRUN_DROP_BEHIND"));
+    if (!drop_behind_threshold(&drop_above))
         return EXIT_USAGE;
-    }
     if (a.memory_limit && tr_memory_set_limit(TR_CPU, a.memory_limit) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
         return EXIT_RUNTIME;

@@ -105,17 +105,12 @@ static int parse_args(int argc, char **argv, struct convert_args *a)
         case OPT_KEY:
             a->key = optarg;
             break;
-        case OPT_FORMAT: {
-            char name[32];
-            size_t len = strlen(optarg);
-            a->zstd = len > 4 && strcmp(optarg + len - 4, ".zst") == 0;
-            snprintf(name, sizeof name, "%.*s", (int)(a->zstd ? len - 4 : len), optarg);
-            if (tio_format_parse(name, &a->format) != TR_OK)
+        case OPT_FORMAT:
+            if (!parse_output_format(optarg, &a->format, &a->zstd))
                 return usage_error("convert: --format: unknown format '%s' (expected npy, "
                                    "safetensors or raw, each optionally followed by .zst)",
                                    optarg);
             break;
-        }
         case OPT_LEVEL:
             if (!parse_int(optarg, -7, 22, &v))
                 return usage_error("convert: --level: '%s' is not a level from -7 to 22",

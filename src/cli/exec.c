@@ -25,6 +25,7 @@
 #include "liveness.h"
 #include "msg.h"
 #include "print.h"
+#include "tensor_reader.h"
 #include "progress.h"
 #include "tensorrun_fused.h"
 
@@ -852,13 +853,8 @@ int exec_run(struct plan *plan, const struct run_options *o)
     x.check_memory = getenv("TENSORRUN_CHECK_MEMORY") && *getenv("TENSORRUN_CHECK_MEMORY");
     x.block_stage = -1;
     x.held = NULL;
-    x.drop_behind = tio_readahead_default_threshold();
-    if (getenv("TENSORRUN_DROP_BEHIND") && !parse_size(getenv("TENSORRUN_DROP_BEHIND"),
-                                                       &x.drop_behind)) {
-        msg_error(NULL, "TENSORRUN_DROP_BEHIND=%s is not a size in bytes (such as 64M)",
-                  getenv("TENSORRUN_DROP_BEHIND"));
+    if (!drop_behind_threshold(&x.drop_behind))
         return EXIT_USAGE;
-    }
     status = refuse_unrunnable(&x);
     if (status != EXIT_OK)
         return status;

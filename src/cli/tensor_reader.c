@@ -8,6 +8,9 @@
 
 #include <stdlib.h>
 
+#include "cli.h"
+#include "msg.h"
+
 struct tensor_reader {
     struct tio_file *file;
     size_t index;
@@ -174,6 +177,30 @@ const void *tensor_reader_next(struct tensor_reader *r, int64_t n)
 int64_t tensor_reader_position(const struct tensor_reader *r)
 {
     return r->pos;
+}
+
+tr_status tensor_reader_order(struct tio_file *file, const size_t *index, size_t n)
+{
+    uint64_t next = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct tio_entry *e = tio_file_entry(file, index[i]);
+        if (e->offset < next)
+            return tio_file_read_deferred(file);
+        next = e->offset + e->nbytes + (e->nbytes == 0);
+    }
+    return TR_OK;
+}
+
+bool drop_behind_threshold(uint64_t *out)
+{
+    const char *v = getenv("TENSORRUN_DROP_BEHIND");
+
+    *out = tio_readahead_default_threshold();
+    if (!v || parse_size(v, out))
+        return true;
+    msg_error(NULL, "TENSORRUN_DROP_BEHIND=%s is not a size in bytes (such as 64M)", v);
+    return false;
 }
 
 void tensor_reader_close(struct tensor_reader *r)

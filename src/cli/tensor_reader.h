@@ -35,4 +35,13 @@ const void *tensor_reader_next(struct tensor_reader *r, int64_t n);
 int64_t tensor_reader_position(const struct tensor_reader *r);
 void tensor_reader_close(struct tensor_reader *r);
 
+/* A stream is read in data order only: when the tensors index[0..n), read
+ * in that order, would go back (or read one twice), file is read whole
+ * first.  TR_OK, or the failure of that read (its error set). */
+tr_status tensor_reader_order(struct tio_file *file, const size_t *index, size_t n);
+
+/* The drop-behind threshold: TENSORRUN_DROP_BEHIND, else a quarter of
+ * RAM.  false, after saying so, when the variable is not a size. */
+bool drop_behind_threshold(uint64_t *out);
+
 #endif /* TR_CLI_TENSOR_READER_H */

@@ -20,6 +20,16 @@
 #include "msg.h"
 #include "tensorrun_io.h"
 
+bool parse_output_format(const char *text, enum tio_format *format, bool *zstd)
+{
+    char name[32];
+    size_t len = strlen(text);
+
+    *zstd = len > 4 && strcmp(text + len - 4, ".zst") == 0;
+    snprintf(name, sizeof name, "%.*s", (int)(*zstd ? len - 4 : len), text);
+    return tio_format_parse(name, format) == TR_OK;
+}
+
 int exit_for_status(tr_status status)
 {
     switch (status) {
