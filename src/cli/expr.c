@@ -59,7 +59,8 @@ enum tok_kind {
     TOK_STRING,
     TOK_LPAREN, TOK_RPAREN, TOK_LBRACKET, TOK_RBRACKET,
     TOK_COMMA, TOK_ASSIGN, TOK_DOT, TOK_COLON, TOK_ELLIPSIS,
-    TOK_PLUS, TOK_MINUS, TOK_STAR, TOK_SLASH, TOK_POW, TOK_AT,
+    TOK_PLUS, TOK_MINUS, TOK_STAR, TOK_SLASH, TOK_FLOORDIV, TOK_PERCENT, TOK_POW, TOK_AT,
+    TOK_AMP, TOK_PIPE, TOK_CARET, TOK_TILDE,
     TOK_LT, TOK_LE, TOK_GT, TOK_GE, TOK_EQ, TOK_NE
 };
 
@@ -295,11 +296,12 @@ static const struct {
     const char *text;
     enum tok_kind kind;
 } punctuation[] = {
-    {"...", TOK_ELLIPSIS}, {"**", TOK_POW}, {"<=", TOK_LE}, {">=", TOK_GE},
+    {"...", TOK_ELLIPSIS}, {"**", TOK_POW}, {"//", TOK_FLOORDIV}, {"<=", TOK_LE}, {">=", TOK_GE},
     {"==", TOK_EQ}, {"!=", TOK_NE}, {"(", TOK_LPAREN}, {")", TOK_RPAREN},
     {"[", TOK_LBRACKET}, {"]", TOK_RBRACKET}, {",", TOK_COMMA}, {"=", TOK_ASSIGN},
     {".", TOK_DOT}, {":", TOK_COLON}, {"+", TOK_PLUS}, {"-", TOK_MINUS},
     {"*", TOK_STAR}, {"/", TOK_SLASH}, {"@", TOK_AT}, {"<", TOK_LT}, {">", TOK_GT},
+    {"%", TOK_PERCENT}, {"&", TOK_AMP}, {"|", TOK_PIPE}, {"^", TOK_CARET}, {"~", TOK_TILDE},
 };
 
 /* Length of the punctuation at s (and its kind), or 0. */
@@ -321,13 +323,8 @@ static const char *stray_hint(char c)
     switch (c) {
     case ';':
         return "a statement holds one assignment; write the next one as its own statement";
-    case '&':
-    case '|':
-    case '~':
     case '!':
-        return "use logical_and(a, b), logical_or(a, b), logical_not(a); '!=' compares";
-    case '%':
-        return "there is no '%' operator";
+        return "write ~a or logical_not(a); '!=' compares";
     default:
         return (unsigned char)c >= 0x80 ? "outside strings, expressions are ASCII" : NULL;
     }
@@ -1037,10 +1034,7 @@ static bool parse_arg(struct parser *p, struct expr *e, bool *seen_keyword)
     if (t->kind == TOK_NAME && peek2(p)->kind == TOK_ASSIGN) {
         const struct expr_arg *first = find_keyword(p, e, t);
         char hint[64];
-        if (tok_word(p, t, NULL) != WORD_PLAIN) {
-            fail(p, t, NULL, "cannot use reserved word '%.*s' as a keyword", qlen(t), qtext(p, t));
-            return false;
-        }
+        /* a keyword may be a reserved word: nan_to_num(x, nan=0.0) */
         if (first) {
             snprintf(hint, sizeof hint, "the first is at column %d", first->col);
             fail(p, t, t->exact ? hint : NULL, "keyword '%.*s' given twice", qlen(t), qtext(p, t));
@@ -1193,19 +1187,19 @@ static struct expr *parse_power(struct parser *p)
     return make_call(p, "pow", op, base, exponent);
 }
 
-/* unary := '-' unary | power.  Every level of recursion passes here, so
- * this is where the depth is counted. */
+/* unary := ('-' | '~') unary | power.  Every level of recursion passes
+ * here, so this is where the depth is counted. */
 static struct expr *parse_unary(struct parser *p)
 {
     struct expr *e;
 
     if (!deeper(p))
         return NULL;
-    if (at(p, TOK_MINUS)) {
+    if (at(p, TOK_MINUS) || at(p, TOK_TILDE)) {
         const struct token *op = advance(p);
         e = parse_unary(p);
         if (e)
-            e = make_call(p, "neg", op, e, NULL);
+            e = make_call(p, op->kind == TOK_MINUS ? "neg" : "bitwise_not", op, e, NULL);
     } else {
         e = parse_power(p);
     }
@@ -1219,8 +1213,12 @@ struct binop {
 };
 
 static const struct binop term_ops[] = {
-    {TOK_STAR, "mul"}, {TOK_SLASH, "div"}, {TOK_AT, "matmul"}, {TOK_END, NULL}};
+    {TOK_STAR, "mul"}, {TOK_SLASH, "div"}, {TOK_FLOORDIV, "floor_divide"},
+    {TOK_PERCENT, "remainder"}, {TOK_AT, "matmul"}, {TOK_END, NULL}};
 static const struct binop sum_ops[] = {{TOK_PLUS, "add"}, {TOK_MINUS, "sub"}, {TOK_END, NULL}};
+static const struct binop and_ops[] = {{TOK_AMP, "bitwise_and"}, {TOK_END, NULL}};
+static const struct binop xor_ops[] = {{TOK_CARET, "bitwise_xor"}, {TOK_END, NULL}};
+static const struct binop or_ops[] = {{TOK_PIPE, "bitwise_or"}, {TOK_END, NULL}};
 static const struct binop cmp_ops[] = {
     {TOK_LT, "lt"}, {TOK_LE, "le"}, {TOK_GT, "gt"}, {TOK_GE, "ge"},
     {TOK_EQ, "eq"}, {TOK_NE, "ne"}, {TOK_END, NULL}};
@@ -1274,17 +1272,34 @@ static struct expr *parse_sum(struct parser *p)
     return parse_chain(p, sum_ops, parse_term);
 }
 
-/* cmp := sum (cmpop sum)?   -- one comparison; a < b < c is an error */
+/* Python's precedence: & binds tighter than ^, ^ than |, and all three
+ * tighter than comparisons, so (x > 0) & (x < 1) needs its parentheses. */
+static struct expr *parse_band(struct parser *p)
+{
+    return parse_chain(p, and_ops, parse_sum);
+}
+
+static struct expr *parse_bxor(struct parser *p)
+{
+    return parse_chain(p, xor_ops, parse_band);
+}
+
+static struct expr *parse_bor(struct parser *p)
+{
+    return parse_chain(p, or_ops, parse_bxor);
+}
+
+/* cmp := bor (cmpop bor)?   -- one comparison; a < b < c is an error */
 static struct expr *parse_expr(struct parser *p)
 {
-    struct expr *lhs = parse_sum(p), *rhs, *e;
+    struct expr *lhs = parse_bor(p), *rhs, *e;
     const char *op = lhs ? binop_at(p, cmp_ops) : NULL;
     const struct token *t;
 
     if (!op)
         return lhs;
     t = advance(p);
-    rhs = parse_sum(p);
+    rhs = parse_bor(p);
     if (!rhs) {
         expr_free(lhs);
         return NULL;

@@ -9,12 +9,63 @@
 #include <math.h>
 #include <string.h>
 
-enum fold_op { FOLD_NEG, FOLD_ADD, FOLD_SUB, FOLD_MUL, FOLD_DIV, FOLD_POW, FOLD_MAX, FOLD_MIN };
+/* The unary ones first (FOLD_NEG, FOLD_NOT): see arity_of. */
+enum fold_op {
+    FOLD_NEG, FOLD_NOT, FOLD_ADD, FOLD_SUB, FOLD_MUL, FOLD_DIV, FOLD_FLOORDIV, FOLD_MOD, FOLD_POW,
+    FOLD_MAX, FOLD_MIN, FOLD_AND, FOLD_OR, FOLD_XOR
+};
 
-static const char *const fold_names[] = {"neg", "add", "sub", "mul", "div", "pow",
-                                         "maximum", "minimum"};
+static const char *const fold_names[] = {
+    "neg", "bitwise_not", "add", "sub", "mul", "div", "floor_divide", "remainder", "pow",
+    "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor"};
 
-static const char *const fold_symbols[] = {"-", "+", "-", "*", "/", "**", "maximum", "minimum"};
+static const char *const fold_symbols[] = {"-", "~", "+", "-", "*", "/", "//", "%", "**",
+                                           "maximum", "minimum", "&", "|", "^"};
+
+/* Python's floor division and modulo: the quotient rounded down, the
+ * remainder with the divisor's sign.  b is neither 0 nor, with a at
+ * INT64_MIN, -1. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+
+    return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
+}
+
+static int64_t floor_mod(int64_t a, int64_t b)
+{
+    int64_t r = a % b;
+
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+/* The float floor division and modulo of NumPy and PyTorch (and Python):
+ * fmod first, so that the remainder is exact. */
+static double float_floor_div(double a, double b)
+{
+    double mod = fmod(a, b), div, floor_div_v;
+
+    if (b == 0)
+        return a / b;
+    div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0))
+        div -= 1.0;
+    if (div == 0)
+        return copysign(0.0, a / b);
+    floor_div_v = floor(div);
+    return div - floor_div_v > 0.5 ? floor_div_v + 1.0 : floor_div_v;
+}
+
+static double float_floor_mod(double a, double b)
+{
+    double mod = fmod(a, b);
+
+    if (b == 0)
+        return mod;
+    if (mod == 0)
+        return copysign(0.0, b);
+    return (b < 0) != (mod < 0) ? mod + b : mod;
+}
 
 static bool is_number(const struct tr_value *v)
 {
@@ -61,6 +112,25 @@ static enum fold_result fold_integers(enum fold_op op, int64_t a, int64_t b, int
 
     switch (op) {
     case FOLD_NEG: over = __builtin_sub_overflow(0, a, out); break;
+    case FOLD_NOT: *out = ~a; break;
+    case FOLD_AND: *out = a & b; break;
+    case FOLD_OR: *out = a | b; break;
+    case FOLD_XOR: *out = a ^ b; break;
+    case FOLD_FLOORDIV:
+    case FOLD_MOD:
+        if (b == 0) {
+            tr_set_error(TR_ERR_INVALID, "%" PRId64 " %s 0: integer division by zero", a,
+                         fold_symbols[op]);
+            return FOLD_ERROR;
+        }
+        if (b == -1) { /* INT64_MIN // -1 overflows; a % -1 is 0 */
+            over = op == FOLD_FLOORDIV && __builtin_sub_overflow(0, a, out);
+            if (op == FOLD_MOD)
+                *out = 0;
+            break;
+        }
+        *out = op == FOLD_FLOORDIV ? floor_div(a, b) : floor_mod(a, b);
+        break;
     case FOLD_ADD: over = __builtin_add_overflow(a, b, out); break;
     case FOLD_SUB: over = __builtin_sub_overflow(a, b, out); break;
     case FOLD_MUL: over = __builtin_mul_overflow(a, b, out); break;
@@ -92,6 +162,8 @@ static double fold_doubles(enum fold_op op, double x, double y)
     case FOLD_SUB: return x - y;
     case FOLD_MUL: return x * y;
     case FOLD_DIV: return x / y;
+    case FOLD_FLOORDIV: return float_floor_div(x, y);
+    case FOLD_MOD: return float_floor_mod(x, y);
     case FOLD_POW: return pow(x, y);
     /* NaN propagates, as through the ops */
     case FOLD_MAX: return isnan(x) || x > y ? x : y;
@@ -111,7 +183,7 @@ enum fold_result fold_constants(const char *name, const struct tr_value *args, i
         ;
     if (k == sizeof fold_names / sizeof *fold_names)
         return FOLD_NO;
-    arity = k == FOLD_NEG ? 1 : 2;
+    arity = k <= FOLD_NOT ? 1 : 2;
     if (nargs < arity)
         return FOLD_NO;
     for (int i = 0; i < arity; i++) {
@@ -126,6 +198,9 @@ enum fold_result fold_constants(const char *name, const struct tr_value *args, i
         return fold_integers((enum fold_op)k, args[0].integer, arity > 1 ? args[1].integer : 0,
                              &out->integer);
     }
+    /* bitwise ops on a float: left to the op, which refuses it */
+    if (k == FOLD_NOT || k >= FOLD_AND)
+        return FOLD_NO;
     out->kind = TR_VALUE_FLOAT;
     out->number = fold_doubles((enum fold_op)k, as_double(&args[0]),
                                arity > 1 ? as_double(&args[1]) : 0);

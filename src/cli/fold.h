@@ -20,8 +20,12 @@ enum fold_result {
 /*
  * Folds op applied to args (args[i] for the op's params[i], defaults
  * filled in) when every argument is a known number: neg, add, sub, mul,
- * div, pow, maximum and minimum.  Integers with integers give integers
- * (div gives a float, as true division does); any float makes it a float.
+ * div, floor_divide, remainder (Python's: the divisor's sign), pow,
+ * maximum, minimum, and on integers bitwise_not, bitwise_and, bitwise_or
+ * and bitwise_xor.  Integers with integers give integers (div gives a
+ * float, as true division does; an integer division by zero is an error);
+ * any float makes it a float (bitwise ops of floats are left to the op,
+ * which refuses them).
  * The result is known and weak, as a number written in the pipeline is.
  */
 enum fold_result fold_constants(const char *op, const struct tr_value *args, int nargs,

@@ -519,12 +519,11 @@ static struct result index_list(struct eval *ev, const struct expr *e, struct re
     return r;
 }
 
-/* One subscript's integer part (an index, a slice bound): its operand and
- * its description for tr_infer_index. */
-static bool subscript_part(struct eval *ev, const struct expr *s, bool bound, struct operand *o)
+/* One subscript's integer part (an index, a slice bound), p evaluated
+ * from s: its operand and its description for tr_infer_index. */
+static bool subscript_checked(struct eval *ev, const struct expr *s, struct result p, bool bound,
+                              struct operand *o)
 {
-    struct result p = eval(ev, s);
-
     if (p.failed)
         return false;
     if (p.o.meta.kind != TR_VALUE_INT && (!bound || p.o.meta.kind != TR_VALUE_NONE)) {
@@ -534,12 +533,68 @@ static bool subscript_part(struct eval *ev, const struct expr *s, bool bound, st
         else if (bound)
             diag_error(ev->d, s->line, s->col, NULL, "a slice bound must be an integer");
         else
-            diag_error(ev->d, s->line, s->col, "use index_select or gather to index with a tensor",
+            diag_error(ev->d, s->line, s->col,
+                       p.o.meta.kind == TR_VALUE_TENSOR
+                           ? "a tensor index is the only subscript (x[idx]); or use "
+                             "index_select or gather"
+                           : NULL,
                        "an index must be an integer, a slice, '...' or None");
         return false;
     }
     *o = p.o;
     return true;
+}
+
+static bool subscript_part(struct eval *ev, const struct expr *s, bool bound, struct operand *o)
+{
+    return subscript_checked(ev, s, eval(ev, s), bound, o);
+}
+
+/* x[idx] with a tensor idx: index_select(x, 0, idx) for a 1-d integer
+ * idx.  A boolean mask is refused: its result's shape would be known only
+ * after computing. */
+static struct result tensor_index(struct eval *ev, const struct expr *e, struct result base,
+                                  struct result idx)
+{
+    const struct tr_op_info *op = tr_op_get(TR_OP_INDEX_SELECT);
+    const struct expr *at = e->args[0].value;
+    struct result args[3], r;
+    struct tr_value metas[3], out;
+    int bad = -1;
+
+    if (idx.o.meta.dtype == TR_DTYPE_BOOL) {
+        diag_error(ev->d, at->line, at->col,
+                   "every shape is known before computing; keep the shape with where(mask, x, 0)",
+                   "a boolean mask cannot index: the result's shape would depend on the values");
+        return failed();
+    }
+    if (!tr_dtype_is_integer(idx.o.meta.dtype) || idx.o.meta.ndim != 1) {
+        diag_error(ev->d, at->line, at->col,
+                   idx.o.meta.ndim == 0 ? "a single index is an integer constant: x[3]" : NULL,
+                   "a tensor index must be 1-d and of integers, not %s with %d dimension%s",
+                   tr_dtype_name(idx.o.meta.dtype), idx.o.meta.ndim,
+                   idx.o.meta.ndim == 1 ? "" : "s");
+        return failed();
+    }
+    if (base.o.meta.kind != TR_VALUE_TENSOR) {
+        diag_error(ev->d, e->line, e->col, NULL, "only a tensor can be indexed");
+        return failed();
+    }
+    args[0] = base;
+    args[1] = constant((struct tr_value){.kind = TR_VALUE_INT, .known = true, .integer = 0});
+    args[2] = idx;
+    for (int i = 0; i < 3; i++)
+        metas[i] = args[i].o.meta;
+    if (tr_op_infer(op, metas, &out, &bad) != TR_OK) {
+        diag_error(ev->d, (bad == 2 ? at : e)->line, (bad == 2 ? at : e)->col, NULL, "%s",
+                   tr_last_error());
+        return failed();
+    }
+    if (!emit_op(ev, e, op, args, &out, base.depends || idx.depends, &r)) {
+        diag_error(ev->d, e->line, e->col, NULL, "out of memory");
+        return failed();
+    }
+    return r;
 }
 
 static struct result eval_index(struct eval *ev, const struct expr *e)
@@ -583,8 +638,11 @@ static struct result eval_index(struct eval *ev, const struct expr *e)
             subs[i].count = 3;
             subs[i].items = bounds;
         } else {
+            struct result p = eval(ev, s);
+            if (!p.failed && p.o.meta.kind == TR_VALUE_TENSOR && e->nargs == 1)
+                return tensor_index(ev, e, base, p);
             sub->kind = SUB_INDEX;
-            if (!subscript_part(ev, s, false, &sub->part[0]))
+            if (!subscript_checked(ev, s, p, false, &sub->part[0]))
                 return failed();
             subs[i] = sub->part[0].meta;
         }

@@ -780,9 +780,18 @@ static tr_status rule_binary(const struct tr__op *op, const struct tr_value *arg
         d = floating(d);
     else if (op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL)
         d = TR_DTYPE_BOOL;
+    else if (tr_dtype_is_float(d) && op->takes == TR__TAKES_INTEGRAL)
+        return fail(bad, ARG(0)->kind == TR_VALUE_TENSOR && !ARG(0)->weak ? 1 : 0, TR_ERR_DTYPE,
+                    NAME, "takes integers and bool, not floats (a float number makes the "
+                          "result %s)", tr_dtype_name(d));
     else
         for (int i = 0; i < 2; i++)
             TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), d));
+    if (op->info.id == TR_OP_ISCLOSE)
+        for (int i = 2; i < 4; i++)
+            if (!(tr__number(ARG(i)) >= 0))
+                return fail(bad, i, TR_ERR_INVALID, NAME, "%s must not be negative",
+                            op->info.params[i].name);
     if (op->info.id == TR_OP_POW && !tr_dtype_is_float(d) && ARG(1)->kind == TR_VALUE_INT &&
         ARG(1)->known && ARG(1)->integer < 0)
         return fail(bad, 1, TR_ERR_DTYPE, NAME,
@@ -1184,6 +1193,8 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_TO:
         case TR__RULE_FLOATING:
         case TR__RULE_GELU:
+        case TR__RULE_SOFTPLUS:
+        case TR__RULE_NAN_TO_NUM:
         case TR__RULE_PREDICATE: s = rule_elementwise(op, args, results, &bad); break;
         case TR__RULE_ARITH:
         case TR__RULE_DIVIDE:

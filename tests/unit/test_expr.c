@@ -286,6 +286,31 @@ static void test_precedence(void)
     check_tree("-(a+b)", "(neg (add a b))");
     check_tree("f(x)**2", "(pow (f! x) 2)");
     check_tree("x[0]**2", "(pow (index x 0) 2)");
+    /* the operators Python has beyond these, with its precedence */
+    check_tree("a // b * c % d", "(remainder (mul (floor_divide a b) c) d)");
+    check_tree("a + b // c", "(add a (floor_divide b c))");
+    check_tree("-a % b", "(remainder (neg a) b)");
+    check_tree("a % b ** c", "(remainder a (pow b c))");
+    check_tree("a & b | c ^ d", "(bitwise_or (bitwise_and a b) (bitwise_xor c d))");
+    check_tree("a | b & c", "(bitwise_or a (bitwise_and b c))");
+    check_tree("a ^ b | c", "(bitwise_or (bitwise_xor a b) c)");
+    check_tree("a & b ^ c & d", "(bitwise_xor (bitwise_and a b) (bitwise_and c d))");
+    check_tree("a & b + c", "(bitwise_and a (add b c))");
+    check_tree("a | b < c", "(lt (bitwise_or a b) c)");
+    check_tree("(x > 0) & (x < 1)", "(bitwise_and (gt x 0) (lt x 1))");
+    check_tree("a == b | c", "(eq a (bitwise_or b c))");
+    check_tree("~a & b", "(bitwise_and (bitwise_not a) b)");
+    check_tree("~~a", "(bitwise_not (bitwise_not a))");
+    check_tree("-~a", "(neg (bitwise_not a))");
+    check_tree("~a ** 2", "(bitwise_not (pow a 2))");
+    check_tree("a | b | c", "(bitwise_or (bitwise_or a b) c)");
+    check_tree("a // b // c", "(floor_divide (floor_divide a b) c)");
+    /* method calls: x.f(args) is f(x, args) */
+    check_tree("x.sum(dim=0)", "(sum! x dim=0)");
+    check_tree("x.abs().sum(1) // 2", "(floor_divide (sum! (abs! x) 1) 2)");
+    check_tree("(a & b).any()", "(any! (bitwise_and a b))");
+    check_tree("x[i].flip(0)", "(flip! (index x i) 0)");
+    check_tree("x.nan_to_num(nan=0.0, posinf=1)", "(nan_to_num! x nan=0.0 posinf=1)");
 }
 
 static void test_literals(void)
@@ -545,7 +570,18 @@ static void test_errors(void)
     check_error("a = b = c", 7, "unexpected '='");
     check_error("a = f(x=1, 2)", 12, "positional argument follows keyword argument");
     check_error("a = f(x=1, x=2)", 12, "keyword 'x' given twice");
-    check_error("a = f(None=1)", 7, "cannot use reserved word 'None' as a keyword");
+    check_error("a = f(nan=1, nan=2)", 14, "keyword 'nan' given twice");
+    check_error("a = b // // c", 10, "expected an expression after '//'");
+    check_error("a = b % ", 8, "expected an expression after '%'");
+    check_error("a = b && c", 8, "expected an expression after '&'");
+    check_error("a = b | ", 8, "expected an expression after '|'");
+    check_error("a = b ^ ^ c", 9, "expected an expression after '^'");
+    check_error("a = ~", 6, "expected an expression after '~'");
+    check_error("a = b ~ c", 7, "unexpected '~'");
+    check_error("a = x > 0 & x < 1", 15, "comparisons cannot be chained");
+    check_error("a = x.sum(", 11, "expected an expression after '('");
+    check_error("a = x.sum(dim=)", 15, "expected an expression after '='");
+    check_error("a = x.3()", 6, "unexpected '.3'");
     check_error("a = x.foo", 7, "unknown attribute 'foo' (expected .T, .mT, .shape, .ndim or .dtype)");
     check_error("a = x.t", 7, "unknown attribute 't'");
     check_error("a = x.", 7, "expected an attribute name after '.'");
@@ -597,7 +633,7 @@ static void test_errors(void)
     check_error("a = x[1:...]", 9, "expected an expression after ':'");
     check_error("a = $", 5, "unexpected character '$'");
     check_error("a = b; c = d", 6, "unexpected character ';'");
-    check_error("a = b & c", 7, "unexpected character '&'");
+    check_error("a = b && c", 8, "expected an expression after '&'");
     check_error("a = !b", 5, "unexpected character '!'");
     check_error("a = \x01", 5, "unexpected byte 0x01");
     check_error("a = \xc3\xa9", 5, "unexpected byte 0xC3");

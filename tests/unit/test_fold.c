@@ -78,6 +78,40 @@ int main(void)
     ok(fold_constants("neg", (struct tr_value[]){integer(5)}, 1, &r) == FOLD_OK &&
            integer_is(r, -5),
        "-5 is the integer -5");
+    /* Python's // and %: rounded down, the remainder with the divisor's sign */
+    ok(fold2("floor_divide", integer(-7), integer(2), &r) == FOLD_OK && integer_is(r, -4),
+       "-7 // 2 is -4");
+    ok(fold2("remainder", integer(-7), integer(2), &r) == FOLD_OK && integer_is(r, 1),
+       "-7 % 2 is 1");
+    ok(fold2("remainder", integer(7), integer(-2), &r) == FOLD_OK && integer_is(r, -1),
+       "7 % -2 is -1");
+    ok(fold2("floor_divide", integer(7), integer(0), &r) == FOLD_ERROR &&
+           strstr(tr_last_error(), "division by zero"),
+       "7 // 0 has no result: %s", tr_last_error());
+    ok(fold2("remainder", integer(7), integer(0), &r) == FOLD_ERROR, "7 % 0 has no result");
+    ok(fold2("floor_divide", integer(INT64_MIN), integer(-1), &r) == FOLD_ERROR,
+       "INT64_MIN // -1 overflows");
+    ok(fold2("remainder", integer(INT64_MIN), integer(-1), &r) == FOLD_OK && integer_is(r, 0),
+       "INT64_MIN % -1 is 0");
+    ok(fold2("floor_divide", number(-7.5), integer(2), &r) == FOLD_OK && double_is(r, -4.0),
+       "-7.5 // 2 is -4.0");
+    ok(fold2("remainder", number(-7.5), integer(2), &r) == FOLD_OK && double_is(r, 0.5),
+       "-7.5 % 2 is 0.5");
+    ok(fold2("remainder", number(6.0), number(-3.0), &r) == FOLD_OK && double_is(r, -0.0),
+       "6.0 % -3.0 is -0.0, the divisor's sign");
+    ok(fold2("floor_divide", number(1.0), number(0.0), &r) == FOLD_OK && isinf(r.number),
+       "1.0 // 0.0 is inf, as in NumPy");
+    ok(fold2("bitwise_and", integer(12), integer(10), &r) == FOLD_OK && integer_is(r, 8),
+       "12 & 10 is 8");
+    ok(fold2("bitwise_or", integer(12), integer(10), &r) == FOLD_OK && integer_is(r, 14),
+       "12 | 10 is 14");
+    ok(fold2("bitwise_xor", integer(12), integer(10), &r) == FOLD_OK && integer_is(r, 6),
+       "12 ^ 10 is 6");
+    ok(fold_constants("bitwise_not", (struct tr_value[]){integer(5)}, 1, &r) == FOLD_OK &&
+           integer_is(r, -6),
+       "~5 is -6");
+    ok(fold2("bitwise_and", number(1.5), integer(1), &r) == FOLD_NO,
+       "1.5 & 1 is left to the op, which refuses floats");
     ok(fold2("add", integer((INT64_C(1) << 53) + 1), integer(0), &r) == FOLD_OK &&
            integer_is(r, (INT64_C(1) << 53) + 1),
        "integers past 2**53 stay exact");

@@ -400,6 +400,22 @@ static void test_gather(void)
         tr_release(ib);
     }
     {
+        /* a negative index counts from the end, as NumPy's take and x[idx] */
+        int8_t from_end[2] = {-1, 0}, past[1] = {-4};
+        struct tr_tensor *ie = tr_from_data(from_end, TR_DTYPE_I8, 1, (int64_t[]){2}, TR_CPU);
+        struct tr_tensor *ip = tr_from_data(past, TR_DTYPE_I8, 1, (int64_t[]){1}, TR_CPU);
+        v = run("index_select", (struct tr_arg[]){tensor_arg(x), int_arg(0), tensor_arg(ie)}, 3);
+        ok(is(v, TR_DTYPE_F32, 2, (int64_t[]){2, 4}) &&
+               values(v, (double[]){8, 9, 10, 11, 0, 1, 2, 3}, 8),
+           "index_select rows -1, 0");
+        tr_release(v);
+        v = run("index_select", (struct tr_arg[]){tensor_arg(x), int_arg(0), tensor_arg(ip)}, 3);
+        ok(!v && tr_last_status() == TR_ERR_INDEX && strstr(tr_last_error(), "index -4"),
+           "index_select -4 of 3 is out of range: %s", tr_last_error());
+        tr_release(ie);
+        tr_release(ip);
+    }
+    {
         /* many rows: spread over the threads */
         struct tr_tensor *big = iota(2, (int64_t[]){20000, 3}), *rev;
         int64_t *r = malloc(20000 * sizeof *r);

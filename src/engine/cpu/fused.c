@@ -203,10 +203,10 @@ static void compute_block(const struct plan *p, char *scratch, const char *const
         if (!st->d.fn) {
             computed = args[0]; /* a copy: in_compute is out_compute */
         } else if (cout == r) {
-            st->d.fn(res, args, n, &st->d.which);
+            st->d.fn(res, args, n, &st->d.params);
             computed = NULL;
         } else {
-            st->d.fn(scratch + st->out_slot, args, n, &st->d.which);
+            st->d.fn(scratch + st->out_slot, args, n, &st->d.params);
             computed = scratch + st->out_slot;
         }
         if (computed)

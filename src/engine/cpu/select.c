@@ -510,9 +510,10 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
 /* -------------------------------------------------------- gather, index */
 
 /* The index argument as a compact i64 tensor whose values all lie in
- * [0, size): TR_ERR_INDEX naming the first that does not. */
+ * [0, size), or with from_end in [-size, size) (a negative one counts
+ * from the end): TR_ERR_INDEX naming the first that does not. */
 static struct tr_tensor *checked_index(const char *name, const struct tr_arg *arg, int dim,
-                                       int64_t size)
+                                       int64_t size, bool from_end)
 {
     struct tr_tensor *given = tr__arg_tensor(arg, TR_DTYPE_I64), *index;
     const int64_t *v;
@@ -525,7 +526,7 @@ static struct tr_tensor *checked_index(const char *name, const struct tr_arg *ar
     n = tr_tensor_numel(index);
     v = tr_tensor_data(index);
     for (int64_t i = 0; i < n; i++) {
-        if (v[i] < 0 || v[i] >= size) {
+        if (v[i] < (from_end ? -size : 0) || v[i] >= size) {
             tr_set_error(TR_ERR_INDEX,
                          "%s: index %lld is out of range for dimension %d of size %lld", name,
                          (long long)v[i], dim, (long long)size);
@@ -555,7 +556,7 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
         return tr_last_status();
     d = dim_of(args[1].value.integer, x->ndim);
     size = x->ndim ? x->shape[d] : 1;
-    index = checked_index(name, &args[2], d, size);
+    index = checked_index(name, &args[2], d, size, false);
     if (index)
         c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c)
@@ -612,7 +613,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
         return tr_last_status();
     d = dim_of(args[1].value.integer, x->ndim);
     size = x->ndim ? x->shape[d] : 1;
-    index = checked_index(name, &args[2], d, size);
+    index = checked_index(name, &args[2], d, size, true);
     if (index)
         c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c)
@@ -643,7 +644,8 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
 #pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (count > 1 && count * slice > PARALLEL_ELEMENTS && \
                                                   slice < PARALLEL_ELEMENTS)
         for (int64_t j = 0; j < count; j++)
-            tr__cpu_copy(cb + j * along_c, sc, xb + iv[j] * along_x, sx, n, shape, item);
+            tr__cpu_copy(cb + j * along_c, sc, xb + (iv[j] < 0 ? iv[j] + size : iv[j]) * along_x,
+                         sx, n, shape, item);
     }
     tr_release(index);
     tr_release(x);
