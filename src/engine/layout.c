@@ -38,9 +38,17 @@ static tr_status view_layout(const struct tr__op *op, const struct tr_value *arg
     struct tr_blob blob = {.data = stand_in};
     struct tr_arg run[TR_OP_MAX_PARAMS];
     struct tr_tensor *r[TR_OP_MAX_RESULTS] = {NULL}, *x;
-    struct tr_scope *scope = tr_scope_begin();
+    struct tr_scope *scope;
+    int64_t lo = 0, hi = 0;
     tr_status s;
 
+    /* a view with negative strides reaches below element [0, ..., 0]:
+     * the stand-in's start is put where its lowest element would be */
+    if (args[0].strided)
+        TR_FORWARD_IF_ERROR(tr__extent(op->info.name, args[0].ndim, args[0].shape,
+                                       args[0].strides, &lo, &hi));
+    blob.offset = -lo * (int64_t)tr_dtype_size(args[0].dtype);
+    scope = tr_scope_begin();
     TR_RETURN_ERROR_IF(!scope, TR_ERR_OOM, "%s: out of memory", op->info.name);
     x = tr_from_blob(&blob, args[0].dtype, args[0].ndim, args[0].shape,
                      args[0].strided ? args[0].strides : NULL, TR_CPU);

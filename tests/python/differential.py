@@ -571,7 +571,44 @@ UNARY_FLOAT = {  # op: (float64 reference, absolute slack in eps of the computin
     "sqrt": (torch.sqrt, 0), "rsqrt": (torch.rsqrt, 0), "reciprocal": (torch.reciprocal, 0),
     "sin": (torch.sin, 2), "cos": (torch.cos, 2), "tanh": (torch.tanh, 1), "sigmoid": (torch.sigmoid, 1),
     "erf": (torch.erf, 1), "silu": (F.silu, 2), "gelu": (F.gelu, "x"),
+    "exp2": (torch.exp2, 0), "log2": (torch.log2, 0), "log10": (torch.log10, 0), "tan": (torch.tan, 2),
+    "asin": (torch.asin, 1), "acos": (torch.acos, 1), "atan": (torch.atan, 1), "sinh": (torch.sinh, 1),
+    "cosh": (torch.cosh, 1), "asinh": (torch.asinh, 1), "acosh": (torch.acosh, 1), "atanh": (torch.atanh, 1),
 }
+# float-only ops with parameters: op -> [(keyword arguments, float64 reference)]
+UNARY_PARAM = {
+    "softplus": [({}, lambda t: F.softplus(t)), ({"beta": 2, "threshold": 5}, lambda t: F.softplus(t, 2, 5))],
+    "leaky_relu": [({}, lambda t: F.leaky_relu(t)),
+                   ({"negative_slope": 0.2}, lambda t: F.leaky_relu(t, 0.2))],
+    "elu": [({}, lambda t: F.elu(t)), ({"alpha": 0.5}, lambda t: F.elu(t, 0.5))],
+}
+LARGEST = dict(f16=65504.0, bf16=float(BF16_MAX), f32=float(np.finfo(np.float32).max),
+               f64=float(np.finfo(np.float64).max))
+
+
+def round_ref(x, decimals):
+    """round(x, decimals) as PyTorch computes it, in the compute precision (f32 for
+    f16, bf16 and f32), then rounded to x's dtype; integers with negative decimals
+    through float64, as NumPy's."""
+    if x.dt in FLOATS:
+        ct = np.float64 if x.dt == "f64" else np.float32
+        v, p = x.a.astype(ct), ct(10.0 ** abs(decimals))
+        r = np.rint(v * p) / p if decimals > 0 else np.rint(v / p) * p if decimals < 0 else np.rint(v)
+        return Exact(x.dt, round_to(x.dt, r.astype(np.float64)), zero_sign=True)
+    if decimals >= 0:
+        return Exact(x.dt, x.a)
+    p = 10.0 ** -decimals
+    return Exact(x.dt, (np.rint(x.a.astype(np.float64) / p) * p).astype(np.int64).astype(NP[x.dt]))
+
+
+def nan_to_num_ref(x, nan=0.0, posinf=None, neginf=None):
+    if x.dt not in FLOATS:
+        return Exact(x.dt, x.a)
+    v = x.a.astype(np.float64)
+    hi = LARGEST[x.dt] if posinf is None else posinf
+    lo = -LARGEST[x.dt] if neginf is None else neginf
+    r = np.where(np.isnan(v), nan, np.where(v == np.inf, hi, np.where(v == -np.inf, lo, v)))
+    return Exact(x.dt, round_to(x.dt, r, via_f32=True))
 
 
 def unary_ref(op, x, approximate="none"):
@@ -582,21 +619,35 @@ def unary_ref(op, x, approximate="none"):
         ref = (F.gelu(t64(v), approximate=approximate) if op == "gelu" else fn(t64(v))).numpy()
         atol = 4 * np.abs(v) + 2 if slack == "x" else slack
         return close_rel(fdt(x.dt), ref, atol=np.where(np.isfinite(v), atol, 0))
-    if op in ("isnan", "isfinite", "logical_not"):
-        f = {"isnan": lambda: np.isnan(a) if x.dt in FLOATS else np.zeros(a.shape, bool),
-             "isfinite": lambda: np.isfinite(a) if x.dt in FLOATS else np.ones(a.shape, bool),
+    if op in UNARY_PARAM:
+        v = fvals(x)
+        ref = UNARY_PARAM[op][approximate][1](t64(v)).numpy()
+        return close_rel(x.dt, ref, atol=np.where(np.isfinite(v), 2, 0))
+    if op in ("isnan", "isfinite", "logical_not", "isinf", "isposinf", "isneginf"):
+        fl = x.dt in FLOATS
+        f = {"isnan": lambda: np.isnan(a) if fl else np.zeros(a.shape, bool),
+             "isfinite": lambda: np.isfinite(a) if fl else np.ones(a.shape, bool),
+             "isinf": lambda: np.isinf(a) if fl else np.zeros(a.shape, bool),
+             "isposinf": lambda: np.isposinf(a) if fl else np.zeros(a.shape, bool),
+             "isneginf": lambda: np.isneginf(a) if fl else np.zeros(a.shape, bool),
              "logical_not": lambda: a == 0}[op]
         return Exact("bool", f())
+    if op == "bitwise_not":
+        return Exact(x.dt, ~a)
+    if op == "nan_to_num":
+        return nan_to_num_ref(x)
+    if op == "round":
+        return round_ref(x, 0)
     if x.dt in FLOATS:
         v = a.astype(np.float64)
         f = {"neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-             "relu": lambda v: np.maximum(v, 0.0), "square": np.square,
+             "relu": lambda v: np.maximum(v, 0.0), "square": np.square, "trunc": np.trunc,
              "sign": np.sign}[op]   # NaN stays NaN, as in NumPy (PyTorch 1.13 gives 0)
         ref = f(v)
         if op == "square":
             return Close(x.dt, ref, 0)
-        return Exact(x.dt, round_to(x.dt, ref), zero_sign=op in ("neg", "abs", "floor", "ceil", "round"))
-    f = {"neg": np.negative, "abs": np.abs, "square": lambda a: a * a, "floor": lambda a: a,
+        return Exact(x.dt, round_to(x.dt, ref), zero_sign=op in ("neg", "abs", "floor", "ceil", "round", "trunc"))
+    f = {"neg": np.negative, "abs": np.abs, "square": lambda a: a * a, "floor": lambda a: a, "trunc": lambda a: a,
          "ceil": lambda a: a, "round": lambda a: a, "sign": np.sign,
          "relu": lambda a: np.maximum(a, np.zeros((), a.dtype))}[op]
     return Exact(x.dt, a if x.dt == "bool" and op == "sign" else f(a))
@@ -604,15 +655,23 @@ def unary_ref(op, x, approximate="none"):
 
 UNARY = ["neg", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal",
          "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu", "erf", "floor", "ceil", "round",
-         "isnan", "isfinite", "logical_not"]
+         "isnan", "isfinite", "logical_not", "exp2", "log2", "log10", "tan", "asin", "acos", "atan", "sinh",
+         "cosh", "asinh", "acosh", "atanh", "softplus", "leaky_relu", "elu", "trunc", "isinf", "isposinf",
+         "isneginf", "nan_to_num", "bitwise_not"]
 
 
 def unary_cases():
     for op in UNARY:
         for dt in dts(op):
             for tag, shape, expr, fn in VIEWS:
-                x = gen(dt, shape, "full" if op in ("neg", "abs", "square", "sign", "relu") else "small")
+                x = gen(dt, shape, "full" if op in ("neg", "abs", "square", "sign", "relu", "bitwise_not",
+                                                    "nan_to_num") else "small")
                 v = x.view(fn)
+                if op in UNARY_PARAM:
+                    for k, (kwargs, _) in enumerate(UNARY_PARAM[op]):
+                        one(op, f"{dt} {tag} {kwargs}", {"x": x}, f"{op}({expr}{kw(**kwargs)})",
+                            unary_ref(op, v, approximate=k))
+                    continue
                 one(op, f"{dt} {tag}", {"x": x}, f"{op}({expr})", unary_ref(op, v))
                 if op == "gelu" and tag in ("contiguous", "T"):
                     one(op, f"{dt} {tag} tanh", {"x": x}, f'gelu({expr}, approximate="tanh")',
@@ -620,7 +679,36 @@ def unary_cases():
             if op == "neg":
                 x = gen(dt, (4, 5), "full")
                 one("neg", f"{dt} operator", {"x": x}, "-x", unary_ref("neg", x))
-    for op in ("neg", "abs", "square", "floor", "relu"):
+            if op == "bitwise_not":
+                x = gen(dt, (4, 5), "full")
+                one(op, f"{dt} operator", {"x": x}, "~x", unary_ref(op, x))
+                one(op, f"{dt} method", {"x": x}, "x[::-1].bitwise_not()", unary_ref(op, x.view(lambda a: a[::-1])))
+            if op == "nan_to_num" and dt in FLOATS:
+                x = gen(dt, (4, 5), "small")
+                one(op, f"{dt} given values", {"x": x}, "nan_to_num(x, nan=1.5, posinf=100, neginf=-100.0)",
+                    nan_to_num_ref(x, 1.5, 100.0, -100.0))
+                one(op, f"{dt} method, posinf only", {"x": x}, "x.T.nan_to_num(posinf=7)",
+                    nan_to_num_ref(x.view(lambda a: a.T), 0.0, 7.0))
+            if op == "round":
+                x = gen(dt, (6, 7), "mix" if dt in FLOATS else "small")
+                for d in (1, 2, -1, 3):
+                    one(op, f"{dt} decimals={d}", {"x": x}, f"round(x, decimals={d})", round_ref(x, d))
+                one(op, f"{dt} decimals=2 strided", {"x": x}, "x[::-2].T.round(2)",
+                    round_ref(x.view(lambda a: a[::-2].T), 2))
+            if op == "softplus" and dt in FLOATS:
+                # stable at large logits, whatever the threshold
+                x = TV(dt, round_to(dt, np.array([-1e4, -300.0, -30.0, 0.0, 30.0, 300.0, 1e4])))
+                v = x.a.astype(np.float64)
+                ref = np.where(v > 1e9, v, np.logaddexp(0.0, v))
+                one(op, f"{dt} large logits, threshold 1e9", {"x": x}, "softplus(x, threshold=1e9)",
+                    close_rel(dt, ref, atol=2))
+    for op in ("softplus", "leaky_relu", "elu", "bitwise_not"):
+        bad = "i32" if op != "bitwise_not" else "f32"
+        if op in OPS and bad not in dts(op):
+            error_case(op, f"{bad} refused", {"x": gen(bad, (3,))}, [f"r = {op}(x)"], (3,))
+    if "bitwise_not" in OPS:
+        error_case("bitwise_not", "~ of a float refused", {"x": gen("f64", (3,))}, ["r = ~x"], (3,))
+    for op in ("neg", "abs", "square", "floor", "relu", "trunc"):
         if "bool" not in dts(op) and op in OPS:
             error_case(op, "bool refused", {"x": gen("bool", (3,))}, [f"r = {op}(x)"], (3,))
 
