@@ -39,8 +39,9 @@ static int64_t floor_mod(int64_t a, int64_t b)
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
-/* The float floor division and modulo of NumPy and PyTorch (and Python):
- * fmod first, so that the remainder is exact. */
+/* The float floor division and modulo of PyTorch's floor_divide and
+ * remainder (Python's, but for the sign of a zero remainder: a's): fmod
+ * first, so that the remainder is exact. */
 static double float_floor_div(double a, double b)
 {
     double mod = fmod(a, b), div, floor_div_v;
@@ -60,10 +61,8 @@ static double float_floor_mod(double a, double b)
 {
     double mod = fmod(a, b);
 
-    if (b == 0)
-        return mod;
-    if (mod == 0)
-        return copysign(0.0, b);
+    if (mod == 0 || b == 0)
+        return mod; /* a zero keeps a's sign, as remainder's does */
     return (b < 0) != (mod < 0) ? mod + b : mod;
 }
 

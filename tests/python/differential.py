@@ -523,6 +523,10 @@ def taken(spec):
         return list(DTYPES)
     if spec.startswith("numbers"):
         return [d for d in DTYPES if d != "bool"]
+    if spec == "bool and integers":
+        return ["bool"] + INTS
+    if spec == "signed integers and floats":
+        return SIGNED + FLOATS
     return [d.strip() for d in spec.split(",") if d.strip() in DTYPES]
 
 
@@ -718,16 +722,54 @@ def unary_cases():
 CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
        "ge": np.greater_equal}
 SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=", "lt": "<",
-       "le": "<=", "gt": ">", "ge": ">="}
+       "le": "<=", "gt": ">", "ge": ">=", "floor_divide": "//", "remainder": "%", "bitwise_and": "&",
+       "bitwise_or": "|", "bitwise_xor": "^"}
+BITWISE = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor}
+# computed in the compute dtype (f32 for f16, bf16 and f32) by the algorithm NumPy uses too
+DIVMOD = {"floor_divide": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod}
+
+
+def isclose_ref(A, B, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """isclose in float64: equal values are close, NaN only to NaN with equal_nan, infinities
+    only to themselves, finite values within atol + rtol * |b|."""
+    A, B = np.asarray(A), np.asarray(B)
+    if A.dtype.kind in "iub" and B.dtype.kind in "iub":
+        d = np.abs(A.astype(object) - B.astype(object))
+        tol = atol + rtol * np.abs(B.astype(np.float64))
+        return (d == 0) | (np.vectorize(float)(d) <= tol) if d.size else np.zeros(d.shape, bool)
+    A, B = A.astype(np.float64), B.astype(np.float64)
+    fin = np.isfinite(A) & np.isfinite(B)
+    r = (A == B) | (fin & (np.abs(A - B) <= atol + rtol * np.abs(B)))
+    return r | (equal_nan & np.isnan(A) & np.isnan(B))
 
 
 def binary_ref(op, a, b):
     """The expectation for op(a, b); a and b are TVs or weak Python scalars."""
-    if op in ("logical_and", "logical_or"):
+    if op in ("logical_and", "logical_or", "logical_xor"):
         ta = conv(a, a.dt) != 0 if isinstance(a, TV) else np.array(bool(a))
         tb = conv(b, b.dt) != 0 if isinstance(b, TV) else np.array(bool(b))
-        return Exact("bool", (ta & tb) if op == "logical_and" else (ta | tb))
+        return Exact("bool", {"logical_and": np.logical_and, "logical_or": np.logical_or,
+                              "logical_xor": np.logical_xor}[op](ta, tb))
     P = rtype(a, b)
+    if op == "isclose":
+        A, B = conv(a, P), conv(b, P)
+        return Exact("bool", isclose_ref(A, B))
+    if op in BITWISE:
+        return Exact(P, BITWISE[op](conv(a, P), conv(b, P)))
+    if op in DIVMOD:
+        A, B = conv(a, P), conv(b, P)
+        if P in INTS:
+            with np.errstate(all="ignore"):
+                return Exact(P, DIVMOD[op](A, B))
+        ct = np.float64 if P == "f64" else np.float32
+        r = DIVMOD[op](A.astype(ct), B.astype(ct)).astype(np.float64)
+        if op == "remainder":      # PyTorch's: a zero remainder has a's sign (NumPy's, b's)
+            r = np.where(r == 0, np.copysign(0.0, A.astype(np.float64)), r)
+        return Exact(P, round_to(P, r), zero_sign=True)
+    if op == "atan2":
+        P = fdt(P)
+        A, B = conv(a, P).astype(np.float64), conv(b, P).astype(np.float64)
+        return close_rel(P, np.arctan2(A, B), atol=2)
     if op in CMP:
         A, B = conv(a, P), conv(b, P)
         if P in FLOATS:
@@ -754,7 +796,8 @@ def binary_ref(op, a, b):
 
 
 BINARY = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
-          "logical_and", "logical_or"]
+          "logical_and", "logical_or", "floor_divide", "remainder", "fmod", "atan2", "logical_xor",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "isclose"]
 MIXED = [("u8", "i8"), ("u8", "i16"), ("u16", "i8"), ("u16", "i32"), ("u32", "i8"), ("u32", "i64"),
          ("u8", "u32"), ("u64", "u16"), ("i8", "i64"), ("bool", "i32"), ("bool", "f16"), ("i32", "f16"),
          ("i64", "f32"), ("u64", "bf16"), ("f16", "bf16"), ("bf16", "f32"), ("f16", "f64"), ("i16", "bf16")]
@@ -764,8 +807,10 @@ SCALARS = {"pow": (2, 0.5, 2)}     # op: (int scalar, float scalar, scalar on th
 def bin_kind(op, side, dt):
     if op == "pow":
         return "exp" if side == "b" and dt in INTS else ("full" if dt in INTS else "small")
-    if op in ("div",):
+    if op in ("div", "atan2"):
         return "small"
+    if op in ("floor_divide", "remainder", "fmod") and dt in INTS:
+        return "full" if side == "a" else "small"
     return "mix"
 
 
@@ -793,7 +838,10 @@ def binary_cases():
             si, sf, sl = SCALARS.get(op, (2, 2.5, 3))
             x = gen(dt, (4, 5), ka)
             one(op, lab(f"scalar {si}"), {"x": x}, bin_expr(op, "x", si, True), binary_ref(op, x, si))
-            one(op, lab(f"scalar {sf}"), {"x": x}, bin_expr(op, "x", sf, True), binary_ref(op, x, sf))
+            if op in BITWISE:     # a float number makes the result a float, which they refuse
+                error_case(op, lab(f"scalar {sf} refused"), {"x": x}, [f"r = {bin_expr(op, 'x', sf, True)}"], (3,))
+            else:
+                one(op, lab(f"scalar {sf}"), {"x": x}, bin_expr(op, "x", sf, True), binary_ref(op, x, sf))
             xe = gen(dt, (4, 5), kb)
             one(op, lab(f"scalar {sl} on the left"), {"x": xe}, bin_expr(op, sl, "x", True),
                 binary_ref(op, sl, xe))
@@ -808,6 +856,32 @@ def binary_cases():
                 error_case(op, f"{d1} with {d2} refused", {"x": x, "y": y}, [f"r = {op}(x, y)"], (3,))
             else:
                 one(op, f"{d1} with {d2}", {"x": x, "y": y}, bin_expr(op, "x", "y"), binary_ref(op, x, y))
+    for op in BITWISE:
+        if op in OPS:
+            error_case(op, "f32 refused", {"x": gen("f32", (3,)), "y": gen("i32", (3,))},
+                       [f"r = {bin_expr(op, 'x', 'y', True)}"], (3,))
+    if "isclose" in OPS:
+        for dt in ("f16", "f32", "f64", "bf16"):
+            x = gen(dt, (5, 8), "small")
+            noise = RNG.choice([0.0, 1e-6, 1e-4, 1e-2], x.a.shape) * x.a.astype(np.float64)
+            y = TV(dt, round_to(dt, x.a.astype(np.float64) + noise))
+            P = dt
+            for k in ({}, {"rtol": 1e-3}, {"atol": 0.01, "rtol": 0}, {"equal_nan": True}):
+                one("isclose", f"{dt} near values {k}", {"x": x, "y": y}, f"isclose(x, y.T.T{kw(**k)})",
+                    Exact("bool", isclose_ref(conv(x, P), conv(y, P), **k)))
+        x, y = TV("i64", [2 ** 62, 2 ** 62 + 1, -5, 7]), TV("i64", [2 ** 62 + 1, 2 ** 62 + 1, -4, 7])
+        one("isclose", "i64 exact distances", {"x": x, "y": y}, "isclose(x, y, rtol=0, atol=0.5)",
+            Exact("bool", isclose_ref(x.a, y.a, rtol=0, atol=0.5)))
+        error_case("isclose", "negative rtol refused", {"x": gen("f32", (3,))}, ["r = isclose(x, x, rtol=-1)"], (3,))
+    if "floor_divide" in OPS:
+        # integer division by zero gives 0 (NumPy's choice), and INT_MIN // -1 wraps
+        for dt in ("i8", "i64", "u16"):
+            lo, hi = limits(dt)
+            x, y = TV(dt, [7, lo, hi, lo, 5, 0]), TV(dt, [0, 0, 0, hi, 3, 0])
+            if dt in SIGNED:
+                y = TV(dt, [0, -1, -1, 0, -3, 0])
+            for op in DIVMOD:
+                one(op, f"{dt} by 0 and -1", {"x": x, "y": y}, f"{op}(x, y)", binary_ref(op, x, y))
     for op in ("lt", "maximum", "mul"):
         if op in OPS:
             error_case(op, "u64 with i8 refused", {"x": gen("u64", (3,)), "y": gen("i8", (3,))},
@@ -1281,6 +1355,28 @@ def select_cases():
     if "index_select" in OPS:
         error_case("index_select", "index out of range", {"x": gen("f32", (2, 3)), "i": TV("i64", [2])},
                    ["r = index_select(x, 0, i)"], (1,))
+        error_case("index_select", "index -3 of 2 out of range", {"x": gen("f32", (2, 3)), "i": TV("i64", [-3])},
+                   ["r = index_select(x, 0, i)"], (1,))
+    # x[idx] with a 1-d integer tensor: index_select along dimension 0; a negative index counts from the end
+    for dt in dts("index_select"):
+        x = gen(dt, (5, 6), "full")
+        for tag, idx, expr, fn in [("i64 from the end", TV("i64", [4, -1, 0, -5]), "x[i]", lambda a: a),
+                                   ("u8", TV("u8", [3, 3, 1]), "x[i]", lambda a: a),
+                                   ("i16 of a transpose", TV("i16", [5, -6, 2]), "x.T[i]", lambda a: a.T),
+                                   ("of a negative-step view", TV("i32", [0, -1]), "x[::-2, 1:][i]",
+                                    lambda a: a[::-2, 1:]),
+                                   ("empty", TV("i64", np.zeros(0)), "x[i]", lambda a: a)]:
+            one("index_select", f"{dt} x[idx] {tag}", {"x": x, "i": idx}, expr,
+                Exact(dt, np.take(fn(x.a), idx.a.astype(np.int64), axis=0)))
+    if "index_select" in OPS:
+        x = gen("f32", (5, 6))
+        error_case("index_select", "x[mask] refused", {"x": x}, ["r = x[x > 0]"], (3,))
+        error_case("index_select", "x[idx] with a 2-d idx refused", {"x": x, "i": TV("i64", [[0, 1]])},
+                   ["r = x[i]"], (3,))
+        error_case("index_select", "x[idx] with a float idx refused", {"x": x, "i": TV("f32", [0.0])},
+                   ["r = x[i]"], (3,))
+        error_case("index_select", "x[idx, 0] refused", {"x": x, "i": TV("i64", [0])}, ["r = x[i, 0]"], (3,))
+        error_case("index_select", "x[idx] out of range", {"x": x, "i": TV("i64", [5])}, ["r = x[i]"], (1,))
     for dt in dts("concat"):
         x, y, z = gen(dt, (2, 3), "full"), gen(dt, (4, 3), "full"), gen(dt, (0, 3), "full")
         one("concat", f"{dt} dim=0", {"x": x, "y": y, "z": z}, "concat([x, y, z], 0)",
@@ -1631,8 +1727,15 @@ def self_check():
                     t = getattr(torch, op)(torch_of(x), torch_of(b) if isinstance(b, TV) else b)
                 except TypeError:     # torch.maximum and friends take no numbers
                     continue
+                except RuntimeError:  # a dtype PyTorch refuses (floor_divide of bool, an integer
+                    continue          # divided by 0, isclose of two dtypes)
                 name = {v: k for k, v in TORCH_DT.items()}[t.dtype]
                 got = t.float().numpy() if name == "bf16" else t.numpy()
+                if op in DIVMOD and name in ("f16", "bf16"):
+                    # PyTorch rounds each step of floor_divide to the half type; tensorrun computes
+                    # in f32 and rounds once, as NumPy does: only the dtype is PyTorch's
+                    assert binary_ref(op, x, b).dt == name, f"reference {op}({d1}, {d2}) dtype"
+                    continue
                 msg = binary_ref(op, x, b).check(name, got)
                 assert msg is None, f"reference {op}({d1}, {b if not isinstance(b, TV) else d2}) is not PyTorch's: {msg}"
     tname = {v: k for k, v in TORCH_DT.items()}

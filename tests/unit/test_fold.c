@@ -97,8 +97,10 @@ int main(void)
        "-7.5 // 2 is -4.0");
     ok(fold2("remainder", number(-7.5), integer(2), &r) == FOLD_OK && double_is(r, 0.5),
        "-7.5 % 2 is 0.5");
-    ok(fold2("remainder", number(6.0), number(-3.0), &r) == FOLD_OK && double_is(r, -0.0),
-       "6.0 % -3.0 is -0.0, the divisor's sign");
+    ok(fold2("remainder", number(6.0), number(-3.0), &r) == FOLD_OK && double_is(r, 0.0),
+       "6.0 % -3.0 is 0.0, with 6.0's sign as remainder(x, y) gives it");
+    ok(fold2("remainder", number(-6.0), number(3.0), &r) == FOLD_OK && double_is(r, -0.0),
+       "-6.0 % 3.0 is -0.0");
     ok(fold2("floor_divide", number(1.0), number(0.0), &r) == FOLD_OK && isinf(r.number),
        "1.0 // 0.0 is inf, as in NumPy");
     ok(fold2("bitwise_and", integer(12), integer(10), &r) == FOLD_OK && integer_is(r, 8),

@@ -398,10 +398,8 @@ BINARY(pow_u64, uint64_t, uint64_t, upow(p, q))
     static T floor_mod_##suffix(T a, T b)                                    \
     {                                                                        \
         T mod = fmod##suffix(a, b);                                          \
-        if (b == 0)                                                          \
-            return mod;                                                      \
-        if (mod == 0)                                                        \
-            return copysign##suffix(0, b);                                   \
+        if (mod == 0 || b == 0)                                              \
+            return mod; /* a zero keeps a's sign, as in PyTorch */           \
         return (b < 0) != (mod < 0) ? mod + b : mod;                         \
     }
 
