@@ -874,6 +874,7 @@ static tr_status rule_reduce(const struct tr__op *op, const struct tr_value *arg
         d = floating(d);
         break;
     case TR__RULE_ARGEXTREME:
+    case TR__RULE_COUNT:
         d = TR_DTYPE_I64;
         break;
     case TR__RULE_TRUTH:
@@ -1207,7 +1208,8 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_EXTREME:
         case TR__RULE_ARGEXTREME:
         case TR__RULE_NORM:
-        case TR__RULE_TRUTH: s = rule_reduce(op, args, results, &bad); break;
+        case TR__RULE_TRUTH:
+        case TR__RULE_COUNT: s = rule_reduce(op, args, results, &bad); break;
         case TR__RULE_CUMSUM: s = rule_cumsum(op, args, results, &bad); break;
         case TR__RULE_MATMUL: s = rule_matmul(op, args, results, &bad); break;
         case TR__RULE_OUTER:

@@ -973,12 +973,14 @@ def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
     n = int(np.prod([x.a.shape[i] for i in ax], dtype=np.int64))
     lg = math.log2(max(n, 2))
     K = dict(axis=ax, keepdims=keepdim)
-    if op in ("sum", "prod", "cumsum") and x.dt not in FLOATS:
+    if op == "count_nonzero":
+        return Exact("i64", np.count_nonzero(x.a, axis=ax, keepdims=keepdim).astype(np.int64))
+    if op in ("sum", "prod", "cumsum", "nansum") and x.dt not in FLOATS:
         accdt = "u64" if x.dt in UNSIGNED else "i64"
         a = x.a.astype(NP[accdt])
         if op == "cumsum":
             return Exact(accdt, np.cumsum(a, axis=dim % x.a.ndim))
-        return Exact(accdt, (np.sum if op == "sum" else np.prod)(a, **K))
+        return Exact(accdt, (np.prod if op == "prod" else np.sum)(a, **K))
     if op in ("max", "min"):
         return Exact(x.dt, (np.max if op == "max" else np.min)(x.a, **K))
     if op in ("argmax", "argmin"):
@@ -990,6 +992,14 @@ def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
     v = fvals(x)
     if op == "sum":
         return Close(rdt, v.sum(**K), (lg + 2) * e * np.abs(v).sum(**K))
+    if op in ("nansum", "nanmean"):
+        v0 = np.where(np.isnan(v), 0.0, v)
+        s, t = v0.sum(**K), (lg + 2) * e * np.abs(v0).sum(**K)
+        if op == "nansum":
+            return Close(rdt, s, t)
+        c = (~np.isnan(v)).sum(**K)
+        with np.errstate(all="ignore"):
+            return Close(rdt, s / c, t / np.maximum(c, 1))
     if op == "mean":
         return Close(rdt, v.sum(**K) / n, (lg + 2) * e * np.abs(v).sum(**K) / max(n, 1))
     if op == "prod":
@@ -1020,7 +1030,7 @@ def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
 
 
 REDUCE = ["sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "norm", "all", "any",
-          "logsumexp"]
+          "logsumexp", "nansum", "nanmean", "count_nonzero"]
 RVIEWS = [  # (tag, base shape, expression, view, keyword arguments)
     ("all", (4, 5, 6), "x", lambda a: a, {}),
     ("dim=1", (4, 5, 6), "x", lambda a: a, {"dim": 1}),
@@ -1048,8 +1058,9 @@ def reduce_cases():
                 if op == "prod" and shape == (3, 1000):
                     continue
                 kind = {"sum": "full", "prod": "pos", "max": "mix", "min": "mix", "argmax": "mix",
-                        "argmin": "mix", "all": "mix", "any": "mix"}.get(op, "small")
-                if op in ("sum", "cumsum") and dt in FLOATS:
+                        "argmin": "mix", "all": "mix", "any": "mix", "nansum": "full",
+                        "count_nonzero": "mix"}.get(op, "small")
+                if op in ("sum", "cumsum", "nansum") and dt in FLOATS:
                     kind = "small"
                 x = gen(dt, shape, kind, specials=tag not in ("long rows",))
                 if op == "prod" and dt in FLOATS:

@@ -198,6 +198,10 @@ TR__PAIRWISE(sqdev_f64, double, double, TR__PW_SQDEV)
 TR__PAIRWISE(sumsq_f64, double, double, TR__PW_SQUARE)
 TR__PAIRWISE(abssum_f64, double, double, PW_ABS)
 TR__PAIRWISE(powsum_f64, double, double, PW_POW)
+/* NaN counts as 0, and the tree stays the sum's */
+#define PW_NAN0(x, p) ((x) == (x) ? (x) : 0)
+TR__PAIRWISE(nansum_f32, float, float, PW_NAN0)
+TR__PAIRWISE(nansum_f64, double, double, PW_NAN0)
 /* the blocks' sums, by the same tree as the values of a block */
 TR__PAIRWISE(parts_sum_f32, struct acc, float, PW_ACC32)
 TR__PAIRWISE(parts_sum_f64, struct acc, double, PW_ACC64)
@@ -266,6 +270,45 @@ static void leaf_expsum_f64(const struct pass *ps, const void *values, int64_t n
     out->v.f64 = sum_f64(e, n, 0);
 }
 
+/* nansum and nanmean: the sum without the NaN, and (in index) how many
+ * values are not NaN, for the mean. */
+#define LEAF_NANSUM(name, field, T, sum)                                     \
+    static void name(const struct pass *ps, const void *values, int64_t n, int64_t first, \
+                     double param, struct acc *out)                          \
+    {                                                                        \
+        const T *a = values;                                                 \
+        int64_t count = 0;                                                   \
+        (void)ps;                                                            \
+        (void)first;                                                         \
+        (void)param;                                                         \
+        for (int64_t i = 0; i < n; i++)                                      \
+            count += a[i] == a[i];                                           \
+        out->v.field = sum(a, n, 0);                                         \
+        out->index = count;                                                  \
+    }
+
+LEAF_NANSUM(leaf_nansum_f32, f32, float, nansum_f32)
+LEAF_NANSUM(leaf_nansum_f64, f64, double, nansum_f64)
+
+/* count_nonzero: NaN is not zero */
+#define LEAF_NONZERO(name, T)                                                \
+    static void name(const struct pass *ps, const void *values, int64_t n, int64_t first, \
+                     double param, struct acc *out)                          \
+    {                                                                        \
+        const T *a = values;                                                 \
+        uint64_t count = 0;                                                  \
+        (void)ps;                                                            \
+        (void)first;                                                         \
+        (void)param;                                                         \
+        for (int64_t i = 0; i < n; i++)                                      \
+            count += a[i] != 0;                                              \
+        out->v.u64 = count;                                                  \
+    }
+
+LEAF_NONZERO(leaf_nonzero_f32, float)
+LEAF_NONZERO(leaf_nonzero_f64, double)
+LEAF_NONZERO(leaf_nonzero_i64, int64_t)
+
 static void combine_sum_f32(const struct acc *parts, int64_t n, struct acc *out)
 {
     out->v.f32 = parts_sum_f32(parts, n, 0);
@@ -274,6 +317,22 @@ static void combine_sum_f32(const struct acc *parts, int64_t n, struct acc *out)
 static void combine_sum_f64(const struct acc *parts, int64_t n, struct acc *out)
 {
     out->v.f64 = parts_sum_f64(parts, n, 0);
+}
+
+static void combine_nansum_f32(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.f32 = parts_sum_f32(parts, n, 0);
+    out->index = 0;
+    for (int64_t i = 0; i < n; i++)
+        out->index += parts[i].index;
+}
+
+static void combine_nansum_f64(const struct acc *parts, int64_t n, struct acc *out)
+{
+    out->v.f64 = parts_sum_f64(parts, n, 0);
+    out->index = 0;
+    for (int64_t i = 0; i < n; i++)
+        out->index += parts[i].index;
 }
 
 static void combine_sum_int(const struct acc *parts, int64_t n, struct acc *out)
@@ -733,7 +792,7 @@ static bool run_pass(const struct plan *p, const struct pass *ps, int64_t o0, in
 
 enum kind {
     K_SUM, K_MEAN, K_PROD, K_MAX, K_MIN, K_ARGMAX, K_ARGMIN, K_VAR, K_STD, K_NORM,
-    K_ALL, K_ANY, K_LOGSUMEXP
+    K_ALL, K_ANY, K_LOGSUMEXP, K_NANSUM, K_NANMEAN, K_NONZERO
 };
 
 
@@ -804,6 +863,18 @@ static struct pass first_pass(enum kind k, enum tr_dtype compute, double ord)
         ps.leaf = BY_DTYPE(c, leaf_all_f32, leaf_all_f64, leaf_all_i64, leaf_all_i64);
         ps.combine = combine_all;
         break;
+    case K_NANSUM:
+    case K_NANMEAN:
+        /* integers have no NaN: their nansum is their sum */
+        ps.leaf = BY_DTYPE(c, leaf_nansum_f32, leaf_nansum_f64, leaf_sum_int, leaf_sum_int);
+        ps.combine = BY_DTYPE(c, combine_nansum_f32, combine_nansum_f64, combine_sum_int,
+                              combine_sum_int);
+        break;
+    case K_NONZERO:
+        ps.leaf = BY_DTYPE(c, leaf_nonzero_f32, leaf_nonzero_f64, leaf_nonzero_i64,
+                           leaf_nonzero_i64);
+        ps.combine = combine_sum_int;
+        break;
     case K_ANY:
         ps.leaf = BY_DTYPE(c, leaf_any_f32, leaf_any_f64, leaf_any_i64, leaf_any_i64);
         ps.combine = combine_any;
@@ -824,6 +895,7 @@ static void compute_dtypes(enum kind k, enum tr_dtype x, enum tr_dtype y, enum t
     case K_ARGMIN:
     case K_ALL:
     case K_ANY:
+    case K_NONZERO:
         *in = tr__compute_dtype(x);
         break;
     case K_VAR:
@@ -835,7 +907,7 @@ static void compute_dtypes(enum kind k, enum tr_dtype x, enum tr_dtype y, enum t
         *in = tr__compute_dtype(y);
         break;
     }
-    *fin = k == K_ARGMAX || k == K_ARGMIN ? TR_DTYPE_I64
+    *fin = k == K_ARGMAX || k == K_ARGMIN || k == K_NONZERO ? TR_DTYPE_I64
            : k == K_ALL || k == K_ANY     ? TR_DTYPE_BOOL
                                           : *in;
 }
@@ -857,9 +929,22 @@ static void finish(enum kind k, enum tr_dtype in, const struct acc *a, int64_t n
             memcpy(vals, &d, sizeof d);
         }
         return;
+    case K_NANMEAN:
+        /* the mean of the values that are not NaN: NaN when none is */
+        if (in == TR_DTYPE_F32) {
+            f = a->v.f32 / (float)a->index;
+            memcpy(vals, &f, sizeof f);
+        } else {
+            d = a->v.f64 / (double)a->index;
+            memcpy(vals, &d, sizeof d);
+        }
+        return;
     case K_ARGMAX:
     case K_ARGMIN:
         memcpy(vals, &a->index, sizeof a->index);
+        return;
+    case K_NONZERO:
+        memcpy(vals, &a->v.u64, sizeof a->v.u64);
         return;
     case K_ALL:
     case K_ANY:
@@ -914,6 +999,9 @@ static enum kind kind_of(enum tr_op_id id)
     case TR_OP_ALL: return K_ALL;
     case TR_OP_ANY: return K_ANY;
     case TR_OP_LOGSUMEXP: return K_LOGSUMEXP;
+    case TR_OP_NANSUM: return K_NANSUM;
+    case TR_OP_NANMEAN: return K_NANMEAN;
+    case TR_OP_COUNT_NONZERO: return K_NONZERO;
     default: return K_SUM;
     }
 }
