@@ -975,11 +975,11 @@ def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
     K = dict(axis=ax, keepdims=keepdim)
     if op == "count_nonzero":
         return Exact("i64", np.count_nonzero(x.a, axis=ax, keepdims=keepdim).astype(np.int64))
-    if op in ("sum", "prod", "cumsum", "nansum") and x.dt not in FLOATS:
+    if op in ("sum", "prod", "cumsum", "cumprod", "nansum") and x.dt not in FLOATS:
         accdt = "u64" if x.dt in UNSIGNED else "i64"
         a = x.a.astype(NP[accdt])
-        if op == "cumsum":
-            return Exact(accdt, np.cumsum(a, axis=dim % x.a.ndim))
+        if op in ("cumsum", "cumprod"):
+            return Exact(accdt, (np.cumsum if op == "cumsum" else np.cumprod)(a, axis=dim % x.a.ndim))
         return Exact(accdt, (np.prod if op == "prod" else np.sum)(a, **K))
     if op in ("max", "min"):
         return Exact(x.dt, (np.max if op == "max" else np.min)(x.a, **K))
@@ -1008,6 +1008,10 @@ def reduce_ref(op, x, dim=None, keepdim=False, correction=1, ord=2):
     if op == "cumsum":
         d = dim % x.a.ndim
         return Close(rdt, np.cumsum(v, axis=d), (x.a.shape[d] + 2) * e * np.cumsum(np.abs(v), axis=d))
+    if op == "cumprod":         # accumulated in f64 and rounded once: an ulp of the result, or two
+        d = dim % x.a.ndim
+        ref = np.cumprod(v, axis=d)
+        return Close(rdt, ref, (x.a.shape[d] + 2) * EPS["f64"] * np.abs(ref))
     if op in ("var", "std"):
         m = v.mean(axis=ax, keepdims=True)
         ss = ((v - m) ** 2).sum(**K)
@@ -1082,15 +1086,30 @@ def reduce_cases():
                 for k in ({"ord": 1, "dim": 1}, {"ord": math.inf, "dim": [0, 2]},
                           {"ord": 3, "dim": -1, "keepdim": True}, {"ord": 0.5}, {"ord": math.inf}):
                     one(op, f"{dt} {k}", {"x": x}, f"norm(x{kw(**k)})", reduce_ref(op, x, **k))
-    for dt in dts("cumsum"):
-        for tag, shape, expr, fn, d in [("dim=0", (4, 5, 6), "x", lambda a: a, 0),
-                                        ("dim=-1", (4, 5, 6), "x", lambda a: a, -1),
-                                        ("mT", (3, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), 1),
-                                        ("negstep", (5, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], 1),
-                                        ("empty", (0, 3), "x", lambda a: a, 0),
-                                        ("long", (2, 1000), "x", lambda a: a, 1)]:
-            x = gen(dt, shape, "full" if dt in INTS else "small", specials=tag != "long")
-            one("cumsum", f"{dt} {tag}", {"x": x}, f"cumsum({expr}, {d})", reduce_ref("cumsum", x.view(fn), dim=d))
+    for op in ("cumsum", "cumprod"):
+        for dt in dts(op):
+            for tag, shape, expr, fn, d in [("dim=0", (4, 5, 6), "x", lambda a: a, 0),
+                                            ("dim=-1", (4, 5, 6), "x", lambda a: a, -1),
+                                            ("mT", (3, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), 1),
+                                            ("negstep", (5, 9), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], 1),
+                                            ("empty", (0, 3), "x", lambda a: a, 0),
+                                            ("0d", (), "x", lambda a: a, 0),
+                                            ("long", (2, 1000), "x", lambda a: a, 1)]:
+                x = gen(dt, shape, "full" if dt in INTS else "small", specials=tag != "long")
+                if op == "cumprod" and dt in FLOATS:   # near 1, so that 1000 of them stay finite
+                    x = TV(dt, round_to(dt, RNG.uniform(0.9, 1.1, shape) * RNG.choice([-1, 1], shape)))
+                    if tag != "long" and x.a.size > 8:
+                        x.a.reshape(-1)[[1, 5]] = [np.nan, np.inf]
+                if shape == ():       # a scalar's running sum is itself: the reference of [x], as 0-d
+                    ref = reduce_ref(op, x.view(lambda a: a.reshape(1)), dim=0)
+                    ref.ref = ref.ref.reshape(())
+                    if isinstance(ref, Close):
+                        ref.tol = ref.tol.reshape(())
+                else:
+                    ref = reduce_ref(op, x.view(fn), dim=d)
+                one(op, f"{dt} {tag}", {"x": x}, f"{op}({expr}, {d})", ref)
+                if tag == "dim=-1":
+                    one(op, f"{dt} method, dim=-2", {"x": x}, f"x.{op}(dim=-2)", reduce_ref(op, x, dim=-2))
     # pairwise summation: a running f32 sum of 0.1 drifts by ~1%, pairwise by ~1e-6
     for tag, expr, n, dim in [("1e6 values", "sum(full([1000000], 0.1))", 1000000, None),
                               ("dim=0 of [500000, 2]", "sum(full([500000, 2], 0.1), dim=0)", 500000, 0),
@@ -1636,11 +1655,15 @@ def thread_checks():
     stmts = [("sum", "s = sum(x)"), ("sum", "s0 = sum(x, dim=0)"), ("mean", "m = mean(x, dim=1)"),
              ("mean", "ma = mean(x)"), ("softmax", "sm = softmax(x, dim=-1)"), ("softmax", "sm0 = softmax(x, dim=0)"),
              ("matmul", "mm = x.mT @ x"), ("matmul", "mb = x[:500] @ x[500:].T"), ("norm", "nr = norm(x, dim=1)"),
-             ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)")]
+             ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)"),
+             ("nansum", "ns = nansum(x, dim=0)"), ("nanmean", "nm = nanmean(x)"),
+             ("cumprod", "cp = cumprod(x / 4, -1)")]
     stmts = [(op, s) for op, s in stmts if op in OPS]
     refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
             "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
             "cs": reduce_ref("cumsum", x, dim=0), "cs1": reduce_ref("cumsum", x, dim=-1),
+            "ns": reduce_ref("nansum", x, dim=0), "nm": reduce_ref("nanmean", x),
+            "cp": reduce_ref("cumprod", TV("f32", x.a / 4), dim=-1),
             "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777)}
     for name, dim in (("sm", -1), ("sm0", 0)):
         ref = torch.softmax(t64(v), dim).numpy()

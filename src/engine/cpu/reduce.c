@@ -1,7 +1,8 @@
 /*
  * cpu/reduce.c - the reductions (sum mean prod max min argmax argmin var
- * std norm all any logsumexp) over any dimensions of a strided tensor, and
- * cumsum along one dimension.
+ * std norm all any logsumexp nansum nanmean count_nonzero) over any
+ * dimensions of a strided tensor, and cumsum and cumprod along one
+ * dimension.
  *
  * A reduction maps each output element to the n values it reduces: the
  * kept dimensions of x give the element's place (folded, row-major, which
@@ -1165,10 +1166,12 @@ tr_status tr__reduce_scratch(const struct tr__op *op, const struct tr_value *x, 
     return TR_OK;
 }
 
-/* ------------------------------------------------------------- cumsum */
+/* ---------------------------------------------------- cumsum, cumprod */
 
-/* The running sum of n values with the carry from the blocks before;
- * floats accumulate in f64 (as PyTorch's CPU cumsum does), integers wrap. */
+/* The running sum or product of n values with the carry from the blocks
+ * before; floats accumulate in f64 (as PyTorch's CPU cumsum does, so each
+ * f32 element is within an ulp or two of the exact running result),
+ * integers wrap (an i64 product is the same bits as a u64 one). */
 static void scan_f64(double *a, int64_t n, double *carry)
 {
     double s = *carry;
@@ -1191,9 +1194,32 @@ static void scan_u64(uint64_t *a, int64_t n, uint64_t *carry)
     *carry = s;
 }
 
-/* The running sum along one dimension: each line (every index of the
- * other dimensions) is scanned in order by one thread; lines are shared
- * out.  A single line is scanned by one thread alone. */
+static void scan_prod_f64(double *a, int64_t n, double *carry)
+{
+    double s = *carry;
+
+    for (int64_t i = 0; i < n; i++) {
+        s *= a[i];
+        a[i] = s;
+    }
+    *carry = s;
+}
+
+static void scan_prod_u64(uint64_t *a, int64_t n, uint64_t *carry)
+{
+    uint64_t s = *carry;
+
+    for (int64_t i = 0; i < n; i++) {
+        s *= a[i];
+        a[i] = s;
+    }
+    *carry = s;
+}
+
+/* The running sum (cumsum) or product (cumprod) along one dimension: each
+ * line (every index of the other dimensions) is scanned in order by one
+ * thread; lines are shared out.  A single line is scanned by one thread
+ * alone. */
 tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
                        const struct tr_value *out, const struct tr_dest *dest,
                        struct tr_tensor **results);
@@ -1202,6 +1228,9 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
                        struct tr_tensor **results)
 {
     const char *name = op->info.name;
+    bool product = op->info.id == TR_OP_CUMPROD;
+    void (*scan_float)(double *, int64_t, double *) = product ? scan_prod_f64 : scan_f64;
+    void (*scan_int)(uint64_t *, int64_t, uint64_t *) = product ? scan_prod_u64 : scan_u64;
     int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS], oshape[TR_MAX_DIMS], oxs[TR_MAX_DIMS],
         oys[TR_MAX_DIMS];
     const int64_t *sp[2] = {oxs, oys};
@@ -1253,8 +1282,8 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
 #pragma omp for schedule(static)
         for (int64_t l = 0; l < nlines; l++) {
             int64_t off[2];
-            double fcarry = 0;
-            uint64_t icarry = 0;
+            double fcarry = product;
+            uint64_t icarry = product;
 
             tr__iter_offsets(&lines, l, off);
             for (int64_t first = 0; first < len; first += BLOCK) {
@@ -1262,9 +1291,9 @@ tr_status tr__k_cumsum(const struct tr__op *op, const struct tr_arg *args,
                 tr__cpu_cast_row(buf, 8, compute, xbase + off[0] + first * xstep, xstep,
                                  x->dtype, m);
                 if (compute == TR_DTYPE_F64)
-                    scan_f64((double *)(void *)buf, m, &fcarry);
+                    scan_float((double *)(void *)buf, m, &fcarry);
                 else
-                    scan_u64((uint64_t *)(void *)buf, m, &icarry);
+                    scan_int((uint64_t *)(void *)buf, m, &icarry);
                 tr__cpu_cast_row(ybase + off[1] + first * ystep, ystep, y->dtype, buf, 8,
                                  compute, m);
             }
