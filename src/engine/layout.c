@@ -31,16 +31,27 @@ static void layout_of(struct tr_value *out, const struct tr_value *x)
 }
 
 /* The result of a view op that never copies, from its kernel run on a
- * stand-in of args[0]. */
+ * stand-in of args[0].  Element 0 of the stand-in lies as far into its
+ * (unchecked, never read) buffer as x's negative strides reach before it,
+ * so that x[::-1] stands in as it is. */
 static tr_status view_layout(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *result)
 {
     struct tr_blob blob = {.data = stand_in};
     struct tr_arg run[TR_OP_MAX_PARAMS];
     struct tr_tensor *r[TR_OP_MAX_RESULTS] = {NULL}, *x;
-    struct tr_scope *scope = tr_scope_begin();
+    struct tr_scope *scope;
+    int64_t lo = 0, hi = 0;
     tr_status s;
 
+    if (args[0].strided) {
+        TR_FORWARD_IF_ERROR(tr__extent(op->info.name, args[0].ndim, args[0].shape,
+                                       args[0].strides, &lo, &hi));
+        TR_RETURN_ERROR_IF(lo < INT64_MIN / 16, TR_ERR_INVALID, "%s: the strides overflow",
+                           op->info.name);
+        blob.offset = -lo * (int64_t)tr_dtype_size(args[0].dtype);
+    }
+    scope = tr_scope_begin();
     TR_RETURN_ERROR_IF(!scope, TR_ERR_OOM, "%s: out of memory", op->info.name);
     x = tr_from_blob(&blob, args[0].dtype, args[0].ndim, args[0].shape,
                      args[0].strided ? args[0].strides : NULL, TR_CPU);

@@ -412,6 +412,16 @@ static void test_views_and_copies(void)
     check("contiguous", (struct tr_arg[]){float_arg(2.0)}, 1, "2.0");
     check("to", (struct tr_arg[]){tensor_arg(input_named("f32[6,5].T")), device}, 2,
           "f32[6,5].T to cpu");
+
+    /* a view of negative strides: tr_op_layout's stand-in must take it */
+    struct tr_tensor *base = make(TR_DTYPE_F32, 2, (int64_t[]){5, 6});
+    struct tr_tensor *back = tr_slice(base, 1, TR_SLICE_NONE, TR_SLICE_NONE, -2);
+    struct tr_arg xb = tensor_arg(back);
+    check("transpose", (struct tr_arg[]){xb, int_arg(0), int_arg(1)}, 3, "f32[5,6][:, ::-2]");
+    check("diagonal", (struct tr_arg[]){xb}, 1, "f32[5,6][:, ::-2]");
+    check("unsqueeze", (struct tr_arg[]){xb, int_arg(1)}, 2, "f32[5,6][:, ::-2]");
+    tr_release(back);
+    tr_release(base);
 }
 
 static void test_linalg(void)
