@@ -93,6 +93,10 @@ tr_status tr_op_layout(const struct tr_op_info *info, const struct tr_value *arg
     case TR__RULE_UNSQUEEZE:
     case TR__RULE_EXPAND:
     case TR__RULE_DIAGONAL:
+    case TR__RULE_FLIP:
+    case TR__RULE_NARROW:
+    case TR__RULE_UNFLATTEN:
+    case TR__RULE_MOVEDIM:
         return view_layout(op, args, &results[0]);
     case TR__RULE_RESHAPE:
     case TR__RULE_FLATTEN:
