@@ -16,6 +16,21 @@
 /* A stand-in for every tensor: views of it only compute strides. */
 static _Alignas(64) char stand_in[64];
 
+struct tr_tensor *tr__stand_in(const char *fn, const struct tr_value *x)
+{
+    struct tr_blob blob = {.data = stand_in};
+    int64_t lo = 0, hi = 0;
+
+    if (x->strided) {
+        if (tr__extent(fn, x->ndim, x->shape, x->strides, &lo, &hi) != TR_OK)
+            return NULL;
+        TR_RETURN_NULL_IF(lo < INT64_MIN / 16, TR_ERR_INVALID, "%s: the strides overflow", fn);
+        blob.offset = -lo * (int64_t)tr_dtype_size(x->dtype);
+    }
+    return tr_from_blob(&blob, x->dtype, x->ndim, x->shape, x->strided ? x->strides : NULL,
+                        TR_CPU);
+}
+
 static void compact(struct tr_value *v)
 {
     v->strided = false;
@@ -31,30 +46,17 @@ static void layout_of(struct tr_value *out, const struct tr_value *x)
 }
 
 /* The result of a view op that never copies, from its kernel run on a
- * stand-in of args[0].  Element 0 of the stand-in lies as far into its
- * (unchecked, never read) buffer as x's negative strides reach before it,
- * so that x[::-1] stands in as it is. */
+ * stand-in of args[0]. */
 static tr_status view_layout(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *result)
 {
-    struct tr_blob blob = {.data = stand_in};
     struct tr_arg run[TR_OP_MAX_PARAMS];
     struct tr_tensor *r[TR_OP_MAX_RESULTS] = {NULL}, *x;
-    struct tr_scope *scope;
-    int64_t lo = 0, hi = 0;
+    struct tr_scope *scope = tr_scope_begin();
     tr_status s;
 
-    if (args[0].strided) {
-        TR_FORWARD_IF_ERROR(tr__extent(op->info.name, args[0].ndim, args[0].shape,
-                                       args[0].strides, &lo, &hi));
-        TR_RETURN_ERROR_IF(lo < INT64_MIN / 16, TR_ERR_INVALID, "%s: the strides overflow",
-                           op->info.name);
-        blob.offset = -lo * (int64_t)tr_dtype_size(args[0].dtype);
-    }
-    scope = tr_scope_begin();
     TR_RETURN_ERROR_IF(!scope, TR_ERR_OOM, "%s: out of memory", op->info.name);
-    x = tr_from_blob(&blob, args[0].dtype, args[0].ndim, args[0].shape,
-                     args[0].strided ? args[0].strides : NULL, TR_CPU);
+    x = tr__stand_in(op->info.name, &args[0]);
     memset(run, 0, sizeof run);
     for (int i = 0; i < op->info.nparams; i++)
         run[i].value = args[i];

@@ -43,6 +43,12 @@ struct tr__op {
 const struct tr__op *tr__op_of(const struct tr_op_info *info);
 /* The index of op's parameter called name, or -1. */
 int tr__param_index(const struct tr__op *op, const char *name);
+/* A tensor of x's description over a buffer that is never read nor
+ * checked, for view code that only computes strides (tr_op_layout,
+ * tr_index_layout): element 0 lies as far into it as x's negative strides
+ * reach before it, so that x[::-1] stands in as it is.  In the current
+ * scope; errors begin with fn. */
+struct tr_tensor *tr__stand_in(const char *fn, const struct tr_value *x);
 /* A number argument's value as a double (an integer, a bool or a float). */
 double tr__number(const struct tr_value *v);
 
