@@ -109,6 +109,11 @@ bool tr__view_strides(int ndim, const int64_t *shape, const int64_t *strides, in
                       const int64_t *new_shape, int64_t *new_strides);
 /* C order, ignoring the strides of size-1 dimensions; true when empty. */
 bool tr__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
+/* movedim's order: result dimension i is dimension order[i] of a tensor of
+ * ndim dimensions once dimensions src[k] (non-negative, distinct) move to
+ * places dst[k] (likewise), k < n, and the others keep their order in the
+ * places left. */
+void tr__movedim_order(int ndim, const int *src, const int *dst, int n, int *order);
 /* Normalises a possibly negative dim into [0, ndim); TR_ERR_INDEX if out of
  * range. */
 tr_status tr__normalize_dim(const char *fn, int dim, int ndim, int *out);

@@ -56,20 +56,15 @@ struct tr_tensor *tr_index_view(const struct tr_tensor *x, const struct tr_value
     return t;
 }
 
-/* A stand-in for every tensor: its views only compute strides. */
-static _Alignas(64) char stand_in[64];
-
 tr_status tr_index_layout(const struct tr_value *x, const struct tr_value *subs, size_t n,
                           struct tr_value *out)
 {
-    struct tr_blob blob = {.data = stand_in};
     struct tr_scope *scope = tr_scope_begin();
     struct tr_tensor *base, *view;
     tr_status s = TR_OK;
 
     TR_RETURN_ERROR_IF(!scope, TR_ERR_OOM, "index: out of memory");
-    base = tr_from_blob(&blob, x->dtype, x->ndim, x->shape, x->strided ? x->strides : NULL,
-                        TR_CPU);
+    base = tr__stand_in("index", x);
     view = base ? tr_index_view(base, subs, n) : NULL;
     if (view) {
         struct tr_value v = tr_value_of(view);

@@ -1164,6 +1164,169 @@ static tr_status rule_dequantize(const struct tr__op *op, const struct tr_value 
     return TR_OK;
 }
 
+/* zeros_like(x, dtype), ones_like and full_like(x, value, dtype): x's
+ * shape on x's device, of x's dtype unless dtype is given (PyTorch's
+ * full_like converts value to it). */
+static tr_status rule_like(const struct tr__op *op, const struct tr_value *args,
+                           struct tr_value *out, int *bad)
+{
+    const struct tr_value *x = ARG(0);
+    int di = tr__param_index(op, "dtype"), vi = tr__param_index(op, "value");
+    enum tr_dtype dtype;
+
+    if (x->kind != TR_VALUE_TENSOR)
+        return fail(bad, 0, TR_ERR_INVALID, NAME, "x must be a tensor, not a number");
+    dtype = ARG(di)->kind == TR_VALUE_DTYPE ? ARG(di)->dtype : x->dtype;
+    if (vi >= 0)
+        TR_FORWARD_IF_ERROR(check_fits(NAME, bad, vi, ARG(vi), dtype));
+    set_tensor(out, dtype, x->ndim, x->shape, x->device);
+    return TR_OK;
+}
+
+/* A list of dims (or one) given as a shape argument: known integers, each
+ * made non-negative for a tensor of ndim dimensions (a scalar takes 0 and
+ * -1), none twice; *n is how many (a scalar's dims count, but name none). */
+static tr_status dim_list(const char *op, int *bad, int arg, const struct tr_value *v, int ndim,
+                          int *dims, int *n)
+{
+    const struct tr_value *items = v->kind == TR_VALUE_LIST ? v->items : v;
+    size_t count = v->kind == TR_VALUE_LIST ? v->count : 1;
+    bool seen[TR_MAX_DIMS] = {false};
+
+    if (count > (size_t)(ndim > 0 ? ndim : 1))
+        return fail(bad, arg, TR_ERR_INDEX, op, "%zu dimensions listed for a tensor of %d", count,
+                    ndim);
+    for (size_t i = 0; i < count; i++) {
+        if (items[i].kind != TR_VALUE_INT || !items[i].known)
+            return fail(bad, arg, TR_ERR_INVALID, op, "dimensions are integer constants");
+        TR_FORWARD_IF_ERROR(normalize_dim(op, bad, arg, items[i].integer, ndim, &dims[i]));
+        if (seen[dims[i]])
+            return fail(bad, arg, TR_ERR_INDEX, op, "dim %d is listed twice", dims[i]);
+        seen[dims[i]] = true;
+    }
+    *n = (int)count;
+    return TR_OK;
+}
+
+/* flip(x, dims): x's shape. */
+static tr_status rule_flip(const struct tr__op *op, const struct tr_value *args,
+                           struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int dims[TR_MAX_DIMS], n;
+
+    TR_FORWARD_IF_ERROR(dim_list(NAME, bad, 1, ARG(1), x.ndim, dims, &n));
+    set_tensor(out, x.dtype, x.ndim, x.shape, x.device);
+    return TR_OK;
+}
+
+/* narrow(x, dim, start, length): start may count from the end; start and
+ * start + length lie in [0, size], as PyTorch's. */
+static tr_status rule_narrow(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t start = ARG(2)->integer, length = ARG(3)->integer, size;
+    int d;
+
+    if (x.ndim == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "cannot narrow a 0-d tensor");
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &d));
+    size = x.shape[d];
+    if (start < -size || start > size)
+        return fail(bad, 2, TR_ERR_INDEX, NAME,
+                    "start %lld is out of range for dimension %d of size %lld",
+                    (long long)start, d, (long long)size);
+    if (start < 0)
+        start += size;
+    if (length < 0 || length > size - start)
+        return fail(bad, 3, TR_ERR_INDEX, NAME,
+                    "length %lld from start %lld passes the end of dimension %d of size %lld",
+                    (long long)length, (long long)start, d, (long long)size);
+    set_tensor(out, x.dtype, x.ndim, x.shape, x.device);
+    out->shape[d] = length;
+    return TR_OK;
+}
+
+/* unflatten(x, dim, sizes): dimension dim becomes sizes, which multiply
+ * to its size (one of them may be -1). */
+static tr_status rule_unflatten(const struct tr__op *op, const struct tr_value *args,
+                                struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t sizes[TR_MAX_DIMS], shape[TR_MAX_DIMS], known = 1, size;
+    int d, ns, n = 0, infer = -1;
+    char a[160];
+
+    if (x.ndim == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "cannot unflatten a 0-d tensor");
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 1, ARG(1)->integer, x.ndim, &d));
+    TR_FORWARD_IF_ERROR(shape_arg(NAME, bad, 2, ARG(2), true, &ns, sizes));
+    if (ns == 0)
+        return fail(bad, 2, TR_ERR_SHAPE, NAME, "sizes must not be empty");
+    if (x.ndim - 1 + ns > TR_MAX_DIMS)
+        return fail(bad, 2, TR_ERR_SHAPE, NAME, "the result would have %d dimensions (at most "
+                    "%d are supported)", x.ndim - 1 + ns, TR_MAX_DIMS);
+    for (int i = 0; i < ns; i++) {
+        if (sizes[i] == -1) {
+            if (infer >= 0)
+                return fail(bad, 2, TR_ERR_SHAPE, NAME, "only one size may be -1");
+            infer = i;
+        } else if (__builtin_mul_overflow(known, sizes[i], &known)) {
+            return fail(bad, 2, TR_ERR_SHAPE, NAME, "the sizes have too many elements");
+        }
+    }
+    size = x.shape[d];
+    if (infer >= 0 && known != 0 && size % known == 0)
+        sizes[infer] = size / known;
+    else if (infer >= 0 || known != size)
+        return fail(bad, 2, TR_ERR_SHAPE, NAME,
+                    "sizes %s do not multiply to the size %lld of dimension %d%s",
+                    tr_format_shape(sizes, ns, a, sizeof a), (long long)size, d,
+                    infer >= 0 && known == 0 ? " (-1 beside a 0 could be any size)" : "");
+    for (int i = 0; i < x.ndim; i++) {
+        if (i != d) {
+            shape[n++] = x.shape[i];
+            continue;
+        }
+        for (int k = 0; k < ns; k++)
+            shape[n++] = sizes[k];
+    }
+    set_tensor(out, x.dtype, n, shape, x.device);
+    return TR_OK;
+}
+
+/* movedim(x, source, destination): as many of each, none twice. */
+static tr_status rule_movedim(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int src[TR_MAX_DIMS], dst[TR_MAX_DIMS], order[TR_MAX_DIMS], ns, nd;
+
+    TR_FORWARD_IF_ERROR(dim_list(NAME, bad, 1, ARG(1), x.ndim, src, &ns));
+    TR_FORWARD_IF_ERROR(dim_list(NAME, bad, 2, ARG(2), x.ndim, dst, &nd));
+    if (ns != nd)
+        return fail(bad, 2, TR_ERR_INVALID, NAME,
+                    "%d source dimensions and %d destinations: give as many of each", ns, nd);
+    set_tensor(out, x.dtype, x.ndim, x.shape, x.device);
+    tr__movedim_order(x.ndim, src, dst, x.ndim > 0 ? ns : 0, order);
+    for (int i = 0; i < x.ndim; i++)
+        out->shape[i] = x.shape[order[i]];
+    return TR_OK;
+}
+
+/* tril(x, diagonal) and triu: x's dtype and shape, at least a matrix. */
+static tr_status rule_triangle(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+
+    if (x.ndim < 2)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "needs at least 2 dimensions, not %d", x.ndim);
+    set_tensor(out, x.dtype, x.ndim, x.shape, x.device);
+    return TR_OK;
+}
+
 tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg)
 {
@@ -1225,6 +1388,12 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_STACK: s = rule_join(op, args, results, &bad); break;
         case TR__RULE_QUANTIZE: s = rule_quantize(op, args, results, &bad); break;
         case TR__RULE_DEQUANTIZE: s = rule_dequantize(op, args, results, &bad); break;
+        case TR__RULE_LIKE: s = rule_like(op, args, results, &bad); break;
+        case TR__RULE_FLIP: s = rule_flip(op, args, results, &bad); break;
+        case TR__RULE_NARROW: s = rule_narrow(op, args, results, &bad); break;
+        case TR__RULE_UNFLATTEN: s = rule_unflatten(op, args, results, &bad); break;
+        case TR__RULE_MOVEDIM: s = rule_movedim(op, args, results, &bad); break;
+        case TR__RULE_TRIANGLE: s = rule_triangle(op, args, results, &bad); break;
         }
     }
     /* a result no tensor could have (a broadcast past int64 bytes) is an

@@ -16,6 +16,21 @@
 /* A stand-in for every tensor: views of it only compute strides. */
 static _Alignas(64) char stand_in[64];
 
+struct tr_tensor *tr__stand_in(const char *fn, const struct tr_value *x)
+{
+    struct tr_blob blob = {.data = stand_in};
+    int64_t lo = 0, hi = 0;
+
+    if (x->strided) {
+        if (tr__extent(fn, x->ndim, x->shape, x->strides, &lo, &hi) != TR_OK)
+            return NULL;
+        TR_RETURN_NULL_IF(lo < INT64_MIN / 16, TR_ERR_INVALID, "%s: the strides overflow", fn);
+        blob.offset = -lo * (int64_t)tr_dtype_size(x->dtype);
+    }
+    return tr_from_blob(&blob, x->dtype, x->ndim, x->shape, x->strided ? x->strides : NULL,
+                        TR_CPU);
+}
+
 static void compact(struct tr_value *v)
 {
     v->strided = false;
@@ -35,23 +50,13 @@ static void layout_of(struct tr_value *out, const struct tr_value *x)
 static tr_status view_layout(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *result)
 {
-    struct tr_blob blob = {.data = stand_in};
     struct tr_arg run[TR_OP_MAX_PARAMS];
     struct tr_tensor *r[TR_OP_MAX_RESULTS] = {NULL}, *x;
-    struct tr_scope *scope;
-    int64_t lo = 0, hi = 0;
+    struct tr_scope *scope = tr_scope_begin();
     tr_status s;
 
-    /* a view with negative strides reaches below element [0, ..., 0]:
-     * the stand-in's start is put where its lowest element would be */
-    if (args[0].strided)
-        TR_FORWARD_IF_ERROR(tr__extent(op->info.name, args[0].ndim, args[0].shape,
-                                       args[0].strides, &lo, &hi));
-    blob.offset = -lo * (int64_t)tr_dtype_size(args[0].dtype);
-    scope = tr_scope_begin();
     TR_RETURN_ERROR_IF(!scope, TR_ERR_OOM, "%s: out of memory", op->info.name);
-    x = tr_from_blob(&blob, args[0].dtype, args[0].ndim, args[0].shape,
-                     args[0].strided ? args[0].strides : NULL, TR_CPU);
+    x = tr__stand_in(op->info.name, &args[0]);
     memset(run, 0, sizeof run);
     for (int i = 0; i < op->info.nparams; i++)
         run[i].value = args[i];
@@ -90,6 +95,10 @@ tr_status tr_op_layout(const struct tr_op_info *info, const struct tr_value *arg
     case TR__RULE_UNSQUEEZE:
     case TR__RULE_EXPAND:
     case TR__RULE_DIAGONAL:
+    case TR__RULE_FLIP:
+    case TR__RULE_NARROW:
+    case TR__RULE_UNFLATTEN:
+    case TR__RULE_MOVEDIM:
         return view_layout(op, args, &results[0]);
     case TR__RULE_RESHAPE:
     case TR__RULE_FLATTEN:

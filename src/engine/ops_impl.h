@@ -19,7 +19,9 @@ enum tr__rule {
     TR__RULE_CUMSUM, TR__RULE_MATMUL, TR__RULE_OUTER, TR__RULE_DOT, TR__RULE_SOFTMAX,
     TR__RULE_LAYER_NORM, TR__RULE_TOPK, TR__RULE_SORT, TR__RULE_ARGSORT,
     TR__RULE_GATHER, TR__RULE_INDEX_SELECT, TR__RULE_CONCAT, TR__RULE_STACK,
-    TR__RULE_QUANTIZE, TR__RULE_DEQUANTIZE
+    TR__RULE_QUANTIZE, TR__RULE_DEQUANTIZE,
+    TR__RULE_LIKE, TR__RULE_FLIP, TR__RULE_NARROW, TR__RULE_UNFLATTEN, TR__RULE_MOVEDIM,
+    TR__RULE_TRIANGLE
 };
 
 enum tr__takes {
@@ -41,6 +43,12 @@ struct tr__op {
 const struct tr__op *tr__op_of(const struct tr_op_info *info);
 /* The index of op's parameter called name, or -1. */
 int tr__param_index(const struct tr__op *op, const char *name);
+/* A tensor of x's description over a buffer that is never read nor
+ * checked, for view code that only computes strides (tr_op_layout,
+ * tr_index_layout): element 0 lies as far into it as x's negative strides
+ * reach before it, so that x[::-1] stands in as it is.  In the current
+ * scope; errors begin with fn. */
+struct tr_tensor *tr__stand_in(const char *fn, const struct tr_value *x);
 /* A number argument's value as a double (an integer, a bool or a float). */
 double tr__number(const struct tr_value *v);
 

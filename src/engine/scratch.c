@@ -437,6 +437,9 @@ static const struct {
     {tr__k_gather, indexed, false},        {tr__k_index_select, indexed, false},
     {tr__k_join, results_only, false},     {tr__k_quantize, quantize, false},
     {tr__k_dequantize, dequantize, false},
+    {tr__k_flip, view, false},             {tr__k_narrow, view, false},
+    {tr__k_unflatten, view, false},        {tr__k_movedim, view, false},
+    {tr__k_triangle, results_only, true},
 };
 
 static int declaration_of(const struct tr_op_info *info)

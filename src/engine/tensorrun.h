@@ -349,6 +349,12 @@ struct tr_tensor *tr_transpose(const struct tr_tensor *t, int dim0, int dim1);
 /* Reorders all dimensions: result dimension i is t's dimension dims[i]. */
 struct tr_tensor *tr_permute(const struct tr_tensor *t, const int *dims,
                              int ndim);
+/* Reverses the order of the n dimensions listed (negative dims count from
+ * the end; none twice, TR_ERR_INVALID otherwise) without copying: their
+ * strides are negated and element 0 becomes their last one, as NumPy's
+ * flip.  A dimension of at most one element is left as it is, so flipping
+ * twice gives back t's strides and offset. */
+struct tr_tensor *tr_flip(const struct tr_tensor *t, const int *dims, int n);
 /* The same elements under another shape, without copying; one entry may be
  * -1 (inferred).  TR_ERR_SHAPE when the element counts differ or when t's
  * strides cannot express the new shape (then only a copy can). */

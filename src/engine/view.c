@@ -139,6 +139,63 @@ struct tr_tensor *tr_permute(const struct tr_tensor *t, const int *dims, int ndi
     return v;
 }
 
+struct tr_tensor *tr_flip(const struct tr_tensor *t, const int *dims, int n)
+{
+    bool seen[TR_MAX_DIMS] = {false};
+    int64_t offset = 0, step, last;
+    struct tr_tensor *v;
+    int d;
+
+    TR_CHECK_HANDLE_OR_NULL(t, "flip");
+    TR_RETURN_NULL_IF(n < 0 || n > t->ndim || (n > 0 && !dims), TR_ERR_INVALID,
+                      "flip: %d dimensions given for a tensor of %d", n, t->ndim);
+    for (int i = 0; i < n; i++) {
+        if (tr__normalize_dim("flip", dims[i], t->ndim, &d) != TR_OK)
+            return NULL;
+        TR_RETURN_NULL_IF(seen[d], TR_ERR_INVALID, "flip: dimension %d appears twice", d);
+        seen[d] = true;
+    }
+    if (tr_tensor_numel(t) == 0)
+        return tr__tensor_alias(t); /* no element to reorder */
+    for (d = 0; d < t->ndim; d++) {
+        if (!seen[d] || t->shape[d] < 2)
+            continue;
+        /* the last element of d becomes the first: the view reaches the
+         * bytes t reaches, so only the sum can overflow, not the storage */
+        TR_RETURN_NULL_IF(t->strides[d] == INT64_MIN ||
+                              __builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &step) ||
+                              __builtin_mul_overflow(step, item_size(t), &last) ||
+                              __builtin_add_overflow(offset, last, &offset),
+                          TR_ERR_INVALID, "flip: the view's offset overflows");
+    }
+    v = tr__tensor_alias(t);
+    if (!v)
+        return NULL;
+    v->offset += offset;
+    for (d = 0; d < t->ndim; d++)
+        if (seen[d] && t->shape[d] > 1)
+            v->strides[d] = -t->strides[d];
+    return v;
+}
+
+void tr__movedim_order(int ndim, const int *src, const int *dst, int n, int *order)
+{
+    bool moved[TR_MAX_DIMS] = {false}, taken[TR_MAX_DIMS] = {false};
+    int next = 0;
+
+    for (int k = 0; k < n; k++) {
+        order[dst[k]] = src[k];
+        moved[src[k]] = taken[dst[k]] = true;
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (taken[i])
+            continue;
+        while (moved[next])
+            next++;
+        order[i] = next++;
+    }
+}
+
 /* Resolves a -1 in a requested shape against numel.  TR_ERR_SHAPE when the
  * sizes cannot hold exactly numel elements. */
 static tr_status infer_shape(const char *fn, const struct tr_tensor *t,

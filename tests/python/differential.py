@@ -1604,6 +1604,123 @@ def view_cases():
                  {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
 
 
+def more_view_cases():
+    """flip, narrow, unflatten and movedim: exact values on compact, transposed, negative-step,
+    0-d and empty operands (flip's negative strides feed other views and copies too)."""
+    for dt in DTYPES:
+        x, s = gen(dt, (3, 4, 5), "full"), gen(dt, (), "full")
+        a, sa = x.a, s.a
+        groups = {
+            "flip": [("flip(x, [0])", np.flip(a, 0)), ("flip(x, [0, -1])", np.flip(a, (0, 2))), ("flip(x, 1)", np.flip(a, 1)),
+                     ("flip(x.T, [1])", np.flip(a.T, 1)), ("flip(x[::-1, :, ::2], [0, 2])", np.flip(a[::-1, :, ::2], (0, 2))),
+                     ("flip(x[:, :0], [1, 2])", a[:, :0]), ("flip(x, [])", a), ("flip(flip(x.mT, [1]), [1])", np.swapaxes(a, 1, 2)),
+                     ("contiguous(flip(x.mT, [0, 1]))", np.flip(np.swapaxes(a, 1, 2), (0, 1))),
+                     ("transpose(flip(x, [0]), 0, 2)", np.swapaxes(np.flip(a, 0), 0, 2)),
+                     ("flip(x, [2])[1, ::2]", np.flip(a, 2)[1, ::2]), ("flip(s, [0])", sa), ("flip(s, [])", sa)],
+            "narrow": [("narrow(x, 0, 1, 2)", a[1:3]), ("narrow(x, -1, -3, 2)", a[..., 2:4]), ("narrow(x.T, 1, 0, 4)", a.T[:, 0:4]),
+                       ("narrow(x[::-1], 2, 5, 0)", a[::-1][..., 5:5]), ("narrow(x, 1, -4, 4)", a), ("narrow(x[:, ::-2], 1, 1, 1)", a[:, ::-2][:, 1:2]),
+                       ("narrow(x[:0], 1, 2, 2)", a[:0, 2:4])],
+            "unflatten": [("unflatten(x, 2, [5, 1])", a.reshape(3, 4, 5, 1)), ("unflatten(x, 1, [2, -1])", a.reshape(3, 2, 2, 5)),
+                          ("unflatten(x.T, 0, [-1, 1, 5])", a.T.reshape(1, 1, 5, 4, 3)),
+                          ("unflatten(x[::-1, ::2], -1, [5, 1])", a[::-1, ::2].reshape(3, 2, 5, 1)),
+                          ("unflatten(x[:, :0], 1, [0, 7])", a[:, :0].reshape(3, 0, 7, 5)), ("unflatten(x, 0, [3])", a),
+                          ("unflatten(x.mT, 1, [1, 5])", np.swapaxes(a, 1, 2).reshape(3, 1, 5, 4))],
+            "movedim": [("movedim(x, 0, -1)", np.moveaxis(a, 0, -1)), ("movedim(x, [0, 1], [2, 0])", np.moveaxis(a, [0, 1], [2, 0])),
+                        ("movedim(x.mT, -1, 0)", np.moveaxis(np.swapaxes(a, 1, 2), -1, 0)), ("movedim(x[::-1], [], [])", a[::-1]),
+                        ("movedim(x[:, ::-1], [2, 0, 1], [0, 1, 2])", np.moveaxis(a[:, ::-1], [2, 0, 1], [0, 1, 2])),
+                        ("movedim(x[:0], 0, 2)", np.moveaxis(a[:0], 0, 2)), ("movedim(s, 0, -1)", sa)],
+            # an index of a view of negative strides (its layout's stand-in must take them)
+            "index": [("x[::-1][1, ::-2]", a[::-1][1, ::-2]), ("x[:, ::-1].mT[0, 1:]", np.swapaxes(a[:, ::-1], 1, 2)[0, 1:])],
+        }
+        for op, items in groups.items():
+            if op != "index" and dt not in dts(op):
+                continue
+            case(op, f"{dt}", {"x": x, "s": s}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+    x = gen("f32", (3, 4, 5))
+    for op, stmt, why in (
+            ("flip", "flip(x, [0, -3])", "a dim listed twice"), ("flip", "flip(x, [3])", "dim out of range"),
+            ("flip", "flip(x, [0, 1, 2, 0])", "more dims than x has"),
+            ("narrow", "narrow(x, 3, 0, 1)", "dim out of range"), ("narrow", "narrow(x, 1, 5, 0)", "start past the end"),
+            ("narrow", "narrow(x, 1, -5, 1)", "start before the start"), ("narrow", "narrow(x, 1, 2, 3)", "length past the end"),
+            ("narrow", "narrow(x, 1, 0, -1)", "negative length"), ("narrow", "narrow(x[0, 0, 0], 0, 0, 1)", "a 0-d tensor"),
+            ("unflatten", "unflatten(x, 1, [3, 2])", "sizes that do not multiply to the size"),
+            ("unflatten", "unflatten(x, 1, [-1, 3])", "-1 that cannot divide"), ("unflatten", "unflatten(x, 1, [-1, -1])", "two -1"),
+            ("unflatten", "unflatten(x, 1, [])", "no sizes"), ("unflatten", "unflatten(x, -4, [4])", "dim out of range"),
+            ("unflatten", "unflatten(x[:0], 0, [-1, 0])", "-1 beside 0"), ("unflatten", "unflatten(x[0, 0, 0], 0, [1])", "a 0-d tensor"),
+            ("unflatten", "unflatten(x, 0, [-2, -1])", "a negative size"),
+            ("unflatten", "unflatten(x, 0, [1, 1, 1, 1, 1, 1, 3])", "more than 8 dimensions"),
+            ("movedim", "movedim(x, [0, 1], [2])", "source and destination of different lengths"),
+            ("movedim", "movedim(x, [0, 0], [1, 2])", "a source dim twice"), ("movedim", "movedim(x, [0, 1], [2, -1])", "a destination twice"),
+            ("movedim", "movedim(x, 3, 0)", "dim out of range")):
+        error_case(op, why, {"x": x}, [f"r = {stmt}"], (3,))
+
+
+def like_cases():
+    """zeros_like, ones_like, full_like: x's shape, x's dtype unless dtype is given (full_like's value
+    converted to it, as full converts), whatever x's strides."""
+    for dt in DTYPES:
+        x, s = gen(dt, (3, 4), "full"), gen(dt, (), "full")
+        if dt in dts("zeros_like"):
+            one("zeros_like", f"{dt}", {"x": x}, "zeros_like(x)", Exact(dt, np.zeros((3, 4)), zero_sign=True))
+            one("zeros_like", f"{dt} x.T", {"x": x}, "zeros_like(x.T)", Exact(dt, np.zeros((4, 3)), zero_sign=True))
+            one("zeros_like", f"{dt} 0d", {"s": s}, "zeros_like(s)", Exact(dt, np.zeros(()), zero_sign=True))
+            one("zeros_like", f"{dt} empty", {"x": x}, "zeros_like(x[:, :0])", Exact(dt, np.zeros((3, 0))))
+            for to in ("f16", "i8", "bool"):
+                one("zeros_like", f"{dt} to {to}", {"x": x}, f"zeros_like(x[::-1], dtype={to})", Exact(to, np.zeros((3, 4))))
+        if dt in dts("ones_like"):
+            one("ones_like", f"{dt}", {"x": x}, "ones_like(x[::-1, ::2])", Exact(dt, conv(1, dt) * np.ones((3, 2), NP[dt])))
+            one("ones_like", f"{dt} 0d", {"s": s}, "ones_like(s)", Exact(dt, conv(1, dt)))
+            one("ones_like", f"{dt} empty", {"x": x}, "ones_like(x[:0])", Exact(dt, np.zeros((0, 4))))
+            for to in ("bf16", "u64", "bool"):
+                one("ones_like", f"{dt} to {to}", {"x": x}, f"ones_like(x.T, dtype={to})", Exact(to, np.ones((4, 3))))
+        if dt in dts("full_like"):
+            for v in (3, 2.5, -1.75, True, 0):
+                if v == -1.75 and dt in UNSIGNED:
+                    continue      # a negative float into an unsigned dtype saturates; covered by cast's checks
+                one("full_like", f"{dt} value {v}", {"x": x}, f"full_like(x.mT, {lit(v)})",
+                    Exact(dt, np.broadcast_to(conv(v, dt), (4, 3)), zero_sign=True))
+            one("full_like", f"{dt} 0d", {"s": s}, "full_like(s, 7)", Exact(dt, conv(7, dt)))
+            one("full_like", f"{dt} empty", {"x": x}, "full_like(x[:, 4:], 7)", Exact(dt, np.zeros((3, 0))))
+            for to, v in (("f32", 2.5), ("i16", -300), ("bool", 0.5), ("u8", 255)):
+                one("full_like", f"{dt} to {to} value {v}", {"x": x}, f"full_like(x, {lit(v)}, dtype={to})",
+                    Exact(to, np.broadcast_to(conv(v, to), (3, 4))))
+    # PyTorch's reference: full_like keeps x's dtype, the value converted to it
+    for dt, v in (("i32", 2.5), ("bool", 2.5), ("f16", 1.1), ("u8", 7)):
+        t = torch.full_like(torch.zeros(2, dtype=TORCH_DT[dt]), v)
+        assert t.dtype == TORCH_DT[dt] and (t.float().numpy() == conv(v, dt).astype(np.float32)).all(), (dt, v)
+    x = gen("i8", (2, 3))
+    error_case("full_like", "300 does not fit i8", {"x": x}, ["r = full_like(x, 300)"], (3,))
+    error_case("full_like", "-1 does not fit u8", {"x": x}, ["r = full_like(x, -1, dtype=u8)"], (3,))
+    error_case("zeros_like", "a number is not a tensor", {}, ["r = zeros_like(2)"], (3,))
+    error_case("ones_like", "a string is not a dtype", {"x": x}, ['r = ones_like(x, dtype="f32")'], (3,))
+
+
+def triangle_cases():
+    """tril and triu on the last two dimensions: batched, every dtype, any strides, diagonals past
+    the matrix; a compact copy with zeros outside."""
+    for dt in DTYPES:
+        x = gen(dt, (2, 4, 5), "full")
+        a = x.a
+        for op, fn in (("tril", np.tril), ("triu", np.triu)):
+            if dt not in dts(op):
+                continue
+            items = [(f"{op}(x)", fn(a)), (f"{op}(x, 1)", fn(a, 1)), (f"{op}(x, -2)", fn(a, -2)), (f"{op}(x, diagonal=10)", fn(a, 10)),
+                     (f"{op}(x, -10)", fn(a, -10)), (f"{op}(x.mT)", fn(np.swapaxes(a, 1, 2))),
+                     (f"{op}(x[::-1, ::2, ::-1], 1)", fn(a[::-1, ::2, ::-1], 1)), (f"{op}(x[0])", fn(a[0])),
+                     (f"{op}(x[:, :0])", fn(a[:, :0])), (f"{op}(x[0, 1:2])", fn(a[0, 1:2])),
+                     (f"{op}(broadcast_to(x[0, 0], [3, 5]), -1)", fn(np.broadcast_to(a[0, 0], (3, 5)), -1)),
+                     (f"{op}(x[None, :, :, 1:], 2)", fn(a[None, :, :, 1:], 2))]
+            case(op, f"{dt}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+    for dt in ("f32", "i64", "bool", "u8"):
+        t = torch.from_numpy(np.array(gen(dt, (3, 4), "full", specials=False).a))
+        assert (torch.tril(t, -1).numpy() == np.tril(t.numpy(), -1)).all() and (torch.triu(t, 2).numpy() == np.triu(t.numpy(), 2)).all()
+    for op in ("tril", "triu"):
+        error_case(op, "a vector", {"x": gen("f32", (4,))}, [f"r = {op}(x)"], (3,))
+        error_case(op, "a 0-d tensor", {"x": gen("f32", ())}, [f"r = {op}(x, 1)"], (3,))
+
+
 def cast_values(dt):
     if dt in FLOATS:
         v = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.7, -0.7, 1.0, -1.0, 127.6, 128.5,
@@ -1657,14 +1774,15 @@ def thread_checks():
              ("matmul", "mm = x.mT @ x"), ("matmul", "mb = x[:500] @ x[500:].T"), ("norm", "nr = norm(x, dim=1)"),
              ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)"),
              ("nansum", "ns = nansum(x, dim=0)"), ("nanmean", "nm = nanmean(x)"),
-             ("cumprod", "cp = cumprod(x / 4, -1)")]
+             ("cumprod", "cp = cumprod(x / 4, -1)"), ("tril", "tl = tril(x.mT, 3)")]
     stmts = [(op, s) for op, s in stmts if op in OPS]
     refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
             "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
             "cs": reduce_ref("cumsum", x, dim=0), "cs1": reduce_ref("cumsum", x, dim=-1),
             "ns": reduce_ref("nansum", x, dim=0), "nm": reduce_ref("nanmean", x),
             "cp": reduce_ref("cumprod", TV("f32", x.a / 4), dim=-1),
-            "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777)}
+            "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777),
+            "tl": Exact("f32", np.tril(x.a.T, 3))}
     for name, dim in (("sm", -1), ("sm0", 0)):
         ref = torch.softmax(t64(v), dim).numpy()
         m = v.max(axis=dim, keepdims=True)
@@ -1813,6 +1931,9 @@ quantize_cases()
 create_cases()
 view_cases()
 cast_cases()
+more_view_cases()
+like_cases()
+triangle_cases()
 run_all(CASES)
 thread_checks()
 random_checks()

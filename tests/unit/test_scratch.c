@@ -395,6 +395,7 @@ static void test_views_and_copies(void)
 {
     struct tr_arg flat_shape[1] = {int_arg(-1)}, perm[2] = {int_arg(1), int_arg(0)};
     struct tr_arg to_shape[2] = {int_arg(5), int_arg(6)};
+    struct tr_arg split[2] = {int_arg(1), int_arg(-1)};
     struct tr_arg device = string_arg("cpu");
 
     for (int i = 0; i < ninputs; i++) {
@@ -413,6 +414,16 @@ static void test_views_and_copies(void)
         check("clone", (struct tr_arg[]){x}, 1, what);
         check("cast", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_F32)}, 2, what);
         check("cast", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_I16)}, 2, what);
+        check("flip", (struct tr_arg[]){x, list_arg(perm, 2)}, 2, what);
+        check("flip", (struct tr_arg[]){x, int_arg(-1)}, 2, what);
+        check("narrow", (struct tr_arg[]){x, int_arg(0), int_arg(-1), int_arg(1)}, 4, what);
+        check("unflatten", (struct tr_arg[]){x, int_arg(-1), list_arg(split, 2)}, 3, what);
+        check("movedim", (struct tr_arg[]){x, int_arg(0), int_arg(-1)}, 3, what);
+        check("zeros_like", (struct tr_arg[]){x}, 1, what);
+        check("ones_like", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_I8)}, 2, what);
+        check("full_like", (struct tr_arg[]){x, float_arg(2.5)}, 2, what);
+        check("tril", (struct tr_arg[]){x}, 1, what);
+        check("triu", (struct tr_arg[]){x, int_arg(-1)}, 2, what);
     }
     check("clone", (struct tr_arg[]){float_arg(2.0)}, 1, "2.0");
     check("cast", (struct tr_arg[]){int_arg(2), dtype_arg(TR_DTYPE_F16)}, 2, "2 to f16");
@@ -420,6 +431,23 @@ static void test_views_and_copies(void)
     check("contiguous", (struct tr_arg[]){float_arg(2.0)}, 1, "2.0");
     check("to", (struct tr_arg[]){tensor_arg(input_named("f32[6,5].T")), device}, 2,
           "f32[6,5].T to cpu");
+
+    /* a view of negative strides: tr_op_layout's stand-in must take it */
+    struct tr_tensor *base = make(TR_DTYPE_F32, 2, (int64_t[]){5, 6});
+    struct tr_tensor *back = tr_slice(base, 1, TR_SLICE_NONE, TR_SLICE_NONE, -2);
+    struct tr_arg xb = tensor_arg(back);
+    check("transpose", (struct tr_arg[]){xb, int_arg(0), int_arg(1)}, 3, "f32[5,6][:, ::-2]");
+    check("diagonal", (struct tr_arg[]){xb}, 1, "f32[5,6][:, ::-2]");
+    check("unsqueeze", (struct tr_arg[]){xb, int_arg(1)}, 2, "f32[5,6][:, ::-2]");
+    check("flip", (struct tr_arg[]){xb, list_arg(perm, 2)}, 2, "f32[5,6][:, ::-2]");
+    check("narrow", (struct tr_arg[]){xb, int_arg(1), int_arg(1), int_arg(2)}, 4,
+          "f32[5,6][:, ::-2]");
+    check("unflatten", (struct tr_arg[]){xb, int_arg(0), list_arg(split, 2)}, 3,
+          "f32[5,6][:, ::-2]");
+    check("movedim", (struct tr_arg[]){xb, int_arg(1), int_arg(0)}, 3, "f32[5,6][:, ::-2]");
+    check("tril", (struct tr_arg[]){xb, int_arg(1)}, 2, "f32[5,6][:, ::-2]");
+    tr_release(back);
+    tr_release(base);
 }
 
 static void test_linalg(void)

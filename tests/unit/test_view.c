@@ -1,6 +1,6 @@
 /*
  * test_view.c - views: tr_slice, tr_select, tr_transpose, tr_permute,
- * tr_reshape_view and tr_expand give the elements NumPy/PyTorch give, never
+ * tr_flip, tr_reshape_view and tr_expand give the elements NumPy/PyTorch give, never
  * copy (every view shares its base's storage and points into its buffer),
  * and fail cleanly with a status, a message and no handle left behind.
  *
@@ -651,6 +651,79 @@ static void test_transpose_permute(void)
     EXPECT_FAIL(tr_permute(x, NULL, 3), TR_ERR_INVALID, "permute", "NULL dims fail");
     ok(strstr(tr_last_error(), "3 dimensions given") == NULL,
        "the message does not blame the count, which is right");
+    tr_scope_end(scope, NULL, 0);
+}
+
+/* ----------------------------------------------------------------- flip */
+
+static void test_flip(void)
+{
+    int64_t shape[3] = {2, 3, 4}, want[24];
+    struct tr_tensor *x, *v, *w, *t;
+
+    begin();
+    x = arange(3, shape);
+    add_base(x);
+
+    v = tr_flip(x, (const int[]){1}, 1);
+    if (ok(v != NULL, "flip(x, [1]) succeeds")) {
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 4; c++)
+                    want[(a * 3 + b) * 4 + c] = a * 12 + (2 - b) * 4 + c;
+        ok(same_shape(v, 3, shape) && same_strides(v, 3, (int64_t[]){12, -4, 1}),
+           "flip(x, [1]) of [2,3,4]: strides [12,-4,1]");
+        is_values(v, want, 24, "flip(x, [1])");
+        is_view_of(v, x, 8, "flip(x, [1])");
+        w = tr_flip(v, (const int[]){-2}, 1);
+        ok(w && same_strides(w, 3, (int64_t[]){12, 4, 1}) &&
+               tr_tensor_data(w) == tr_tensor_data(x),
+           "flip of flip gives x's strides and element 0 back");
+        tr_release(w);
+        tr_release(v);
+    }
+    v = tr_flip(x, (const int[]){0, 2, 1}, 3);
+    if (ok(v != NULL, "flip(x, [0,2,1]) succeeds")) {
+        for (int k = 0; k < 24; k++)
+            want[k] = 23 - k;
+        ok(same_strides(v, 3, (int64_t[]){-12, -4, -1}), "every stride negated");
+        is_values(v, want, 24, "flip of every dimension");
+        is_view_of(v, x, 23, "flip of every dimension");
+        tr_release(v);
+    }
+    t = tr_transpose(x, 0, 2); /* [4,3,2], strides [1,4,12] */
+    v = t ? tr_flip(t, (const int[]){0, 2}, 2) : NULL;
+    if (ok(v != NULL, "flip of a transposed view succeeds")) {
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = 0; c < 2; c++)
+                    want[(a * 3 + b) * 2 + c] = (1 - c) * 12 + b * 4 + (3 - a);
+        ok(same_strides(v, 3, (int64_t[]){-1, 4, -12}), "its strides: [-1,4,-12]");
+        is_values(v, want, 24, "flip(x.T-ish, [0,2])");
+        is_view_of(v, x, 15, "flip(x.T-ish, [0,2])");
+        tr_release(v);
+    }
+    tr_release(t);
+    v = tr_flip(x, NULL, 0);
+    ok(v && same_strides(v, 3, (int64_t[]){12, 4, 1}) && tr_tensor_data(v) == tr_tensor_data(x),
+       "flip of no dimension is x's layout");
+    tr_release(v);
+    t = tr_slice(x, 1, 1, 2, 1); /* [2,1,4]: the size-1 dimension is left alone */
+    v = t ? tr_flip(t, (const int[]){1, 0}, 2) : NULL;
+    ok(v && same_strides(v, 3, (int64_t[]){-12, 4, 1}), "a dimension of one element keeps its stride");
+    tr_release(v);
+    tr_release(t);
+    t = tr_slice(x, 1, 3, 3, 1); /* empty */
+    v = t ? tr_flip(t, (const int[]){0, 1}, 2) : NULL;
+    ok(v && tr_tensor_numel(v) == 0 && same_shape(v, 3, (int64_t[]){2, 0, 4}),
+       "flip of an empty view is empty");
+    tr_release(v);
+    tr_release(t);
+    EXPECT_FAIL(tr_flip(x, (const int[]){1, -2}, 2), TR_ERR_INVALID, "flip",
+                "a dim listed twice fails");
+    EXPECT_FAIL(tr_flip(x, (const int[]){3}, 1), TR_ERR_INDEX, "flip", "dim 3 of a 3-d tensor fails");
+    EXPECT_FAIL(tr_flip(x, (const int[]){0, 1, 2, 0}, 4), TR_ERR_INVALID, "flip",
+                "four dims for a 3-d tensor fail");
     tr_scope_end(scope, NULL, 0);
 }
 
@@ -1484,6 +1557,7 @@ int main(void)
     test_slice_exhaustive();
     test_select();
     test_transpose_permute();
+    test_flip();
     test_reshape();
     test_expand();
     test_storage();

@@ -1,7 +1,8 @@
 /*
  * cpu/create.c - the ops that make tensors from their arguments alone:
  * zeros, ones, full, arange, linspace, eye, and rand and randn, whose
- * numbers philox_math.h defines for the CPU and CUDA alike.
+ * numbers philox_math.h defines for the CPU and CUDA alike; and
+ * zeros_like, ones_like and full_like, which take only x's description.
  *
  * Every value depends only on its own index, so the blocks the threads
  * share out give the same bits for any thread count.
@@ -88,7 +89,9 @@ static void fill(struct tr_tensor *t, const void *value)
     }
 }
 
-/* zeros(shape, dtype), ones(shape, dtype), full(shape, value, dtype). */
+/* zeros(shape, dtype), ones(shape, dtype), full(shape, value, dtype), and
+ * zeros_like(x, dtype), ones_like(x, dtype), full_like(x, value, dtype),
+ * whose x gives only the shape (out has it) and never its values. */
 tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
                      const struct tr_value *out, const struct tr_dest *dest,
                      struct tr_tensor **results)
@@ -100,10 +103,11 @@ tr_status tr__k_fill(const struct tr__op *op, const struct tr_arg *args,
 
     if (!t)
         return tr_last_status();
-    if (op->info.id == TR_OP_ZEROS) {
+    if (op->info.id == TR_OP_ZEROS || op->info.id == TR_OP_ZEROS_LIKE) {
         memset(item, 0, sizeof item);
     } else {
-        n = number_of(op->info.id == TR_OP_ONES ? &one : &args[1].value);
+        bool ones = op->info.id == TR_OP_ONES || op->info.id == TR_OP_ONES_LIKE;
+        n = number_of(ones ? &one : &args[1].value);
         /* the conversion rules of tr_copy_into: full(s, 2.7, i32) holds 2 */
         tr__cpu_cast_row(item, 0, t->dtype, (const char *)&n.bits, 0, n.from, 1);
     }

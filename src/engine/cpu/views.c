@@ -1,6 +1,7 @@
 /*
  * cpu/views.c - the view ops (reshape, transpose, permute, squeeze,
- * unsqueeze, expand, broadcast_to, flatten, diagonal), which make new
+ * unsqueeze, expand, broadcast_to, flatten, diagonal, flip, narrow,
+ * unflatten, movedim), which make new
  * handles of their input's storage through view.c and never copy, except
  * reshape and flatten when no strides can express the new shape; and the
  * copy ops (contiguous, clone, cast, to) over transfer.c and cast.c.
@@ -231,6 +232,120 @@ tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
         tr__set_error(TR_ERR_INVALID, "%s: the diagonal's strides overflow", op->info.name);
     else
         v = tr_as_strided(x, x->dtype, n, shape, strides, start);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* The dims a shape-kind argument lists, made non-negative for x (a scalar
+ * lists none); tr_op_infer has checked them.  Returns how many. */
+static int dims_listed(const struct tr_arg *arg, const struct tr_tensor *x, int *dims)
+{
+    size_t n = x->ndim > 0 ? list_count(arg) : 0;
+
+    for (size_t k = 0; k < n && k < TR_MAX_DIMS; k++)
+        dims[k] = dim_of(list_int(arg, k), x->ndim);
+    return (int)n;
+}
+
+/* flip(x, dims): the listed dimensions stepped backwards (tr_flip). */
+tr_status tr__k_flip(const struct tr__op *op, const struct tr_arg *args,
+                     const struct tr_value *out, const struct tr_dest *dest,
+                     struct tr_tensor **results)
+{
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
+    struct tr_tensor *x = input(args, 0), *v;
+    int dims[TR_MAX_DIMS], n;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    n = dims_listed(&args[1], x, dims);
+    v = tr_flip(x, dims, n);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* narrow(x, dim, start, length): x[..., start:start + length, ...] along
+ * dim, start made non-negative. */
+tr_status tr__k_narrow(const struct tr__op *op, const struct tr_arg *args,
+                       const struct tr_value *out, const struct tr_dest *dest,
+                       struct tr_tensor **results)
+{
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
+    struct tr_tensor *x = input(args, 0), *v;
+    int64_t start = args[2].value.integer, length = args[3].value.integer;
+    int d;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[1].value.integer, x->ndim);
+    if (start < 0)
+        start += x->shape[d];
+    v = tr_slice(x, d, start, start + length, 1);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* unflatten(x, dim, sizes): out's shape has the -1 resolved; dimension
+ * dim's stride s becomes s times the sizes after each new dimension, so
+ * that the new dimensions step through dim's elements in order. */
+tr_status tr__k_unflatten(const struct tr__op *op, const struct tr_arg *args,
+                          const struct tr_value *out, const struct tr_dest *dest,
+                          struct tr_tensor **results)
+{
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
+    struct tr_tensor *x = input(args, 0), *v = NULL;
+    int64_t strides[TR_MAX_DIMS];
+    int d, ns, n = 0;
+    bool overflow = false;
+
+    if (!x)
+        return tr_last_status();
+    d = dim_of(args[1].value.integer, x->ndim);
+    ns = out->ndim - x->ndim + 1;
+    for (int i = 0; i < x->ndim; i++) {
+        if (i != d) {
+            strides[n++] = x->strides[i];
+            continue;
+        }
+        int64_t step = x->strides[d];
+        for (int k = ns - 1; k >= 0; k--) {
+            /* a dimension of one element is never stepped: whatever its
+             * stride, it is left as the one after it would have it */
+            strides[n + k] = step;
+            if (out->shape[n + k] > 1)
+                overflow = overflow || __builtin_mul_overflow(step, out->shape[n + k], &step);
+        }
+        n += ns;
+    }
+    if (overflow && tr_tensor_numel(x) > 0)
+        tr__set_error(TR_ERR_INVALID, "%s: the strides overflow", op->info.name);
+    else
+        v = tr_as_strided(x, x->dtype, out->ndim, out->shape, strides, 0);
+    tr_release(x);
+    return give(v, results);
+}
+
+/* movedim(x, source, destination): a permutation (tr__movedim_order). */
+tr_status tr__k_movedim(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
+{
+    (void)dest; /* a view, or a copy of its own: the caller copies it */
+    struct tr_tensor *x = input(args, 0), *v;
+    int src[TR_MAX_DIMS], dst[TR_MAX_DIMS], order[TR_MAX_DIMS], n;
+
+    (void)op;
+    (void)out;
+    if (!x)
+        return tr_last_status();
+    n = dims_listed(&args[1], x, src);
+    dims_listed(&args[2], x, dst);
+    tr__movedim_order(x->ndim, src, dst, n, order);
+    v = x->ndim == 0 ? tr__tensor_alias(x) : tr_permute(x, order, x->ndim);
     tr_release(x);
     return give(v, results);
 }
