@@ -355,6 +355,12 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
             okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_FLOAT ||
                    v->kind == TR_VALUE_NONE;
             break;
+        case TR_PARAM_NUMBERS:
+            okay = v->kind == TR_VALUE_INT || v->kind == TR_VALUE_FLOAT ||
+                   (v->kind == TR_VALUE_LIST && v->count > 0);
+            for (size_t k = 0; okay && v->kind == TR_VALUE_LIST && k < v->count; k++)
+                okay = v->items[k].kind == TR_VALUE_INT || v->items[k].kind == TR_VALUE_FLOAT;
+            break;
         case TR_PARAM_BOOL:
             okay = v->kind == TR_VALUE_BOOL;
             break;
@@ -892,6 +898,53 @@ static tr_status rule_reduce(const struct tr__op *op, const struct tr_value *arg
     return TR_OK;
 }
 
+/* median(x, dim, keepdim): x's dtype; quantile(x, q, dim, keepdim,
+ * interpolation): a float, with a first dimension for a list of q.  The
+ * values reduced (along dim, or all) must not be none. */
+static tr_status rule_quantile(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *out, int *bad)
+{
+    static const char *const ways[] = {"linear", "lower", "higher", "nearest", "midpoint"};
+    struct tr_value x = as_tensor(ARG(0)), reduced;
+    bool median = op->info.id == TR_OP_MEDIAN, flags[TR_MAX_DIMS];
+    int di = median ? 1 : 2, n = 0;
+    bool keepdim = ARG(di + 1)->boolean;
+    const struct tr_value *q = median ? NULL : ARG(1);
+    int64_t shape[TR_MAX_DIMS];
+
+    TR_FORWARD_IF_ERROR(dims_arg(NAME, bad, di, ARG(di), x.ndim, flags));
+    for (int i = 0; i < x.ndim; i++)
+        if (flags[i] && x.shape[i] == 0)
+            return fail(bad, 0, TR_ERR_SHAPE, NAME, "dimension %d has no elements to take the %s of",
+                        i, NAME);
+    if (q) {
+        const struct tr_value *items = q->kind == TR_VALUE_LIST ? q->items : q;
+        size_t nq = q->kind == TR_VALUE_LIST ? q->count : 1;
+        bool known = false;
+        for (size_t k = 0; k < nq; k++) {
+            double v = tr__number(&items[k]);
+            if (!items[k].known)
+                return fail(bad, 1, TR_ERR_INVALID, NAME, "q must be constants");
+            if (!(v >= 0 && v <= 1))
+                return fail(bad, 1, TR_ERR_INVALID, NAME, "q must lie in [0, 1], not %g", v);
+        }
+        for (int i = 0; i < 5; i++)
+            known = known || strcmp(ARG(4)->string, ways[i]) == 0;
+        if (!known)
+            return fail(bad, 4, TR_ERR_INVALID, NAME,
+                        "interpolation must be \"linear\", \"lower\", \"higher\", "
+                        "\"nearest\" or \"midpoint\", not \"%s\"", ARG(4)->string);
+        if (q->kind == TR_VALUE_LIST)
+            shape[n++] = (int64_t)nq;
+    }
+    reduce_shape(&x, flags, keepdim, &reduced, median ? x.dtype : floating(x.dtype));
+    if (n + reduced.ndim > TR_MAX_DIMS)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "more than %d dimensions", TR_MAX_DIMS);
+    memcpy(shape + n, reduced.shape, (size_t)reduced.ndim * sizeof *shape);
+    set_tensor(out, reduced.dtype, n + reduced.ndim, shape, x.device);
+    return TR_OK;
+}
+
 static tr_status rule_cumsum(const struct tr__op *op, const struct tr_value *args,
                              struct tr_value *out, int *bad)
 {
@@ -1374,6 +1427,7 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_TRUTH:
         case TR__RULE_COUNT: s = rule_reduce(op, args, results, &bad); break;
         case TR__RULE_CUMSUM: s = rule_cumsum(op, args, results, &bad); break;
+        case TR__RULE_QUANTILE: s = rule_quantile(op, args, results, &bad); break;
         case TR__RULE_MATMUL: s = rule_matmul(op, args, results, &bad); break;
         case TR__RULE_OUTER:
         case TR__RULE_DOT: s = rule_vectors(op, args, results, &bad); break;

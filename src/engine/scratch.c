@@ -384,6 +384,16 @@ static tr_status sort(struct tally *t)
     return TR_OK;
 }
 
+/* median and quantile: the result, then the values' room for each thread. */
+static tr_status quantile(struct tally *t)
+{
+    bool median = t->op->info.id == TR_OP_MEDIAN;
+
+    results_only(t);
+    take(t, tr__quantile_scratch(&t->args[0], &t->args[median ? 1 : 2], t->threads));
+    return TR_OK;
+}
+
 /* gather and index_select: the index as a compact i64 tensor, then the
  * result. */
 static tr_status indexed(struct tally *t)
@@ -440,6 +450,7 @@ static const struct {
     {tr__k_flip, view, false},             {tr__k_narrow, view, false},
     {tr__k_unflatten, view, false},        {tr__k_movedim, view, false},
     {tr__k_triangle, results_only, true},
+    {tr__k_quantile, quantile, true},
 };
 
 static int declaration_of(const struct tr_op_info *info)

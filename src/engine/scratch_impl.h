@@ -63,5 +63,8 @@ uint64_t tr__nn_scratch(const struct tr__op *op, const struct tr_value *x, bool 
 /* select.c: sort, argsort and topk's room for one line a thread, for k of
  * n values along dim of x. */
 uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int threads);
+/* The room of median and quantile: each thread's copy of the values it
+ * selects from (dim: an int, or None for all). */
+uint64_t tr__quantile_scratch(const struct tr_value *x, const struct tr_value *dim, int threads);
 
 #endif /* TR_SCRATCH_IMPL_H */

@@ -67,6 +67,7 @@ struct tr_value {
     X(SHAPE, "shape", "a shape: an integer or a list of integers")           \
     X(NUMBER, "number", "a number")                                          \
     X(NUMBER_OR_NONE, "number?", "a number or None")                         \
+    X(NUMBERS, "numbers", "a number or a list of numbers")                   \
     X(BOOL, "bool", "true or false")                                         \
     X(DTYPE, "dtype", "a dtype")                                             \
     X(DTYPE_OR_NONE, "dtype?", "a dtype or None")                            \

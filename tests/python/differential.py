@@ -1110,6 +1110,7 @@ def reduce_cases():
                 one(op, f"{dt} {tag}", {"x": x}, f"{op}({expr}, {d})", ref)
                 if tag == "dim=-1":
                     one(op, f"{dt} method, dim=-2", {"x": x}, f"x.{op}(dim=-2)", reduce_ref(op, x, dim=-2))
+    quantile_cases()
     # pairwise summation: a running f32 sum of 0.1 drifts by ~1%, pairwise by ~1e-6
     for tag, expr, n, dim in [("1e6 values", "sum(full([1000000], 0.1))", 1000000, None),
                               ("dim=0 of [500000, 2]", "sum(full([500000, 2], 0.1), dim=0)", 500000, 0),
@@ -1119,6 +1120,97 @@ def reduce_cases():
         ref = ref if dim is None else np.full(2 if dim == 0 else 4, ref)
         tol = math.log2(n) * EPS["f32"] * np.abs(ref)
         one("sum" if "sum" in expr else "mean", f"pairwise {tag}", {}, expr, Close("f32", ref, tol))
+
+
+def order_ref(x, dim, fn):
+    """fn(sorted values, n) along dim (None: all values), NaN wherever a value reduced is NaN."""
+    a = x.a.reshape(-1) if dim is None else np.moveaxis(x.a, dim, -1)
+    n = a.shape[-1]
+    srt = np.sort(a.astype(np.float64) if x.dt in FLOATS else a, axis=-1)
+    r = fn(srt, n)
+    if x.dt in FLOATS:
+        r = np.where(np.isnan(a.astype(np.float64)).any(axis=-1), np.nan, r)
+    return r
+
+
+def median_ref(x, dim=None, keepdim=False):
+    r = order_ref(x, dim, lambda srt, n: srt[..., (n - 1) // 2])
+    if keepdim:
+        r = np.expand_dims(r, tuple(range(x.a.ndim)) if dim is None else dim)
+    return Exact(x.dt, round_to(x.dt, r) if x.dt in FLOATS else np.asarray(r, NP[x.dt]))
+
+
+def quantile_ref(x, q, dim=None, keepdim=False, how="linear"):
+    def fn(srt, n):
+        qs = np.atleast_1d(np.asarray(q, np.float64))
+        out = []
+        for qq in qs:
+            pos = qq * (n - 1)
+            lo = min(int(math.floor(pos)), n - 1)
+            hi = min(lo + 1, n - 1) if pos > lo else lo
+            a, b = srt[..., lo].astype(np.float64), srt[..., hi].astype(np.float64)
+            w = pos - lo
+            if how == "lower":
+                r = a
+            elif how == "higher":
+                r = b
+            elif how == "nearest":
+                r = srt[..., int(np.rint(pos))].astype(np.float64)
+            else:
+                w = (0.5 if w > 0 else 0.0) if how == "midpoint" else w
+                r = a + w * (b - a) if w < 0.5 else b - (b - a) * (1 - w)
+            out.append(r)
+        return np.stack(out) if isinstance(q, list) else out[0]
+    r = order_ref(x, dim, fn)
+    if keepdim:
+        ax = tuple(range(x.a.ndim)) if dim is None else dim % x.a.ndim
+        r = np.expand_dims(r, tuple(a + isinstance(q, list) for a in np.atleast_1d(ax)))
+    rdt = fdt(x.dt)
+    return Close(rdt, r, 4 * acc(x.dt) * np.abs(r))
+
+
+def quantile_cases():
+    """median and quantile select exact order statistics; the views include dim 0 wide enough to
+    be read in two tiles and a partial one, a strided view, and dim 1 of a 3-d tensor."""
+    views = [("all", (4, 5, 6), "x", lambda a: a, None, False),
+             ("dim=0", (7, 5), "x", lambda a: a, 0, False),
+             ("dim=-1 keepdim", (4, 5, 6), "x", lambda a: a, -1, True),
+             ("dim=1 of 3-d", (3, 9, 4), "x", lambda a: a, 1, False),
+             ("mT dim=1", (3, 6, 5), "x.mT", lambda a: np.swapaxes(a, 1, 2), 1, False),
+             ("wide dim 0", (31, 150), "x", lambda a: a, 0, False),
+             ("negstep dim=0", (9, 140), "x[::-1, ::-2]", lambda a: a[::-1, ::-2], 0, False),
+             ("slice dim=1", (8, 12), "x[1::2, ::3]", lambda a: a[1::2, ::3], 1, False),
+             ("all keepdim", (3, 4), "x", lambda a: a, None, True),
+             ("0d", (), "x", lambda a: a, None, False),
+             ("empty kept", (0, 3), "x", lambda a: a, 1, False)]
+    for dt in dts("median"):
+        for tag, shape, expr, fn, dim, keep in views:
+            x = gen(dt, shape, "mix", specials=tag not in ("wide dim 0",))
+            k = kw(dim=dim, keepdim=keep or None)
+            one("median", f"{dt} {tag}", {"x": x}, f"median({expr}{k})", median_ref(x.view(fn), dim, keep))
+        x = gen(dt, (40, 30), "mix", specials=False)
+        one("median", f"{dt} method, even count", {"x": x}, "x.T.median(1)", median_ref(x.view(lambda a: a.T), 1))
+    for dt in dts("quantile"):
+        for tag, shape, expr, fn, dim, keep in views:
+            x = gen(dt, shape, "small", specials=tag not in ("wide dim 0",))
+            for q in (0.3, [0.0, 0.25, 0.5, 1.0]):
+                k = kw(dim=dim, keepdim=keep or None)
+                one("quantile", f"{dt} {tag} q={q}", {"x": x}, f"quantile({expr}, {lit(q)}{k})",
+                    quantile_ref(x.view(fn), q, dim, keep))
+        x = gen(dt, (6, 11), "mix", specials=False)
+        for how in ("lower", "higher", "nearest", "midpoint", "linear"):
+            one("quantile", f"{dt} {how}", {"x": x}, f'x.quantile([0.1, 0.45, 0.5, 0.9], dim=1, interpolation="{how}")',
+                quantile_ref(x, [0.1, 0.45, 0.5, 0.9], 1, how=how))
+    if "median" in OPS:
+        for stmt, tag in (("r = median(x, 1)", "an empty dim"), ("r = median(x)", "an empty tensor")):
+            error_case("median", f"{tag} refused", {"x": gen("f32", (3, 0))}, [stmt], (3,))
+        error_case("median", "bool refused", {"x": gen("bool", (3,))}, ["r = median(x)"], (3,))
+    if "quantile" in OPS:
+        x = gen("f32", (3, 4))
+        for stmt, tag in (("r = quantile(x, 1.5)", "q past 1"), ("r = quantile(x, [0.5, -0.1])", "q below 0"),
+                          ('r = quantile(x, 0.5, interpolation="cubic")', "an unknown interpolation"),
+                          ("r = quantile(x, x)", "a tensor q")):
+            error_case("quantile", f"{tag} refused", {"x": x}, [stmt], (3,))
 
 
 # ---------------------------------------------------------------- linear algebra, neural
@@ -1774,7 +1866,8 @@ def thread_checks():
              ("matmul", "mm = x.mT @ x"), ("matmul", "mb = x[:500] @ x[500:].T"), ("norm", "nr = norm(x, dim=1)"),
              ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)"),
              ("nansum", "ns = nansum(x, dim=0)"), ("nanmean", "nm = nanmean(x)"),
-             ("cumprod", "cp = cumprod(x / 4, -1)"), ("tril", "tl = tril(x.mT, 3)")]
+             ("cumprod", "cp = cumprod(x / 4, -1)"), ("tril", "tl = tril(x.mT, 3)"),
+             ("median", "md = median(x, 0)"), ("quantile", "qt = quantile(x, [0.1, 0.9], dim=1)")]
     stmts = [(op, s) for op, s in stmts if op in OPS]
     refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
             "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
@@ -1782,7 +1875,8 @@ def thread_checks():
             "ns": reduce_ref("nansum", x, dim=0), "nm": reduce_ref("nanmean", x),
             "cp": reduce_ref("cumprod", TV("f32", x.a / 4), dim=-1),
             "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777),
-            "tl": Exact("f32", np.tril(x.a.T, 3))}
+            "tl": Exact("f32", np.tril(x.a.T, 3)), "md": median_ref(x, 0),
+            "qt": quantile_ref(x, [0.1, 0.9], 1)}
     for name, dim in (("sm", -1), ("sm0", 0)):
         ref = torch.softmax(t64(v), dim).numpy()
         m = v.max(axis=dim, keepdims=True)
