@@ -1320,6 +1320,9 @@ static tr_status rule_pad(const struct tr__op *op, const struct tr_value *args,
     for (size_t k = 0; k < n / 2; k++) {
         int d = x.ndim - 1 - (int)k;
         int64_t size = x.shape[d], before = pad[2 * k], after = pad[2 * k + 1], len;
+        if (before == INT64_MIN || after == INT64_MIN)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "a width of %lld is out of range",
+                        (long long)INT64_MIN);
         if (!constant && (before < 0 || after < 0))
             return fail(bad, 1, TR_ERR_SHAPE, NAME, "mode \"%s\" takes no negative widths (%lld, "
                         "%lld for dimension %d); crop with x[...] first", mode, (long long)before,

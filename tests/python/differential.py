@@ -1338,7 +1338,8 @@ def arrange_cases():
                             ("unknown mode", 'r = pad(x, [1, 1], mode="circular")'),
                             ("negative width in reflect", 'r = pad(x, [-1, 1], mode="reflect")'),
                             ("value in replicate", 'r = pad(x, [1, 1], mode="replicate", value=1)'),
-                            ("negative size", "r = pad(x, [-2, -2])"), ("u8 value -1", "r = pad(u, [1, 1], value=-1)"),
+                            ("negative size", "r = pad(x, [-2, -2])"),
+                            ("width INT64_MIN", "r = pad(x, [-9223372036854775807 - 1, 9223372036854775807])"), ("u8 value -1", "r = pad(u, [1, 1], value=-1)"),
                             ("u8 value 255.5", "r = pad(u, [1, 1], value=255.5)"), ("u8 value nan", "r = pad(u, [1, 1], value=nan)"),
                             ("f16 value 1e6", "r = pad(cast(x, f16), [1, 1], value=1e6)")]:
             error_case("pad", label, {"x": x, "e": e, "u": u}, [stmt], (3,))
