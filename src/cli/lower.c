@@ -373,6 +373,21 @@ static bool emit_op(struct eval *ev, const struct expr *e, const struct tr_op_in
     return true;
 }
 
+/* A hint for an argument that tr_op_infer refused (bad), where a common
+ * mistake has a known way out; NULL otherwise. */
+static const char *infer_hint(const struct tr_op_info *op, const struct tr_value *args, int bad)
+{
+    if (op->id == TR_OP_REPEAT_INTERLEAVE && bad == 1 && args[1].kind == TR_VALUE_TENSOR)
+        return "repeats must be one integer constant: with a tensor of counts the result's "
+               "shape would be known only after computing, and every shape is known before";
+    if (op->id == TR_OP_ONE_HOT && bad == 1 && args[1].kind == TR_VALUE_INT &&
+        args[1].integer < 1)
+        return "give the number of classes, as in one_hot(x, 10): it is the result's last "
+               "dimension, which must be known before computing (PyTorch's -1, the largest "
+               "value plus one, is known only after)";
+    return NULL;
+}
+
 /* Lowers a call into its results (one or two); *n says how many. */
 static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, int *n)
 {
@@ -454,7 +469,7 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     }
     if (tr_op_infer(op, metas, out, &bad) != TR_OK) {
         const struct expr *at = arg_expr(e, op, bad, from);
-        diag_error(ev->d, at->line, at->col, NULL, "%s", tr_last_error());
+        diag_error(ev->d, at->line, at->col, infer_hint(op, metas, bad), "%s", tr_last_error());
         return false;
     }
     *n = op->nresults;

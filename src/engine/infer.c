@@ -163,6 +163,8 @@ static bool takes(enum tr__takes t, enum tr_dtype d)
         return tr_dtype_is_float(d);
     case TR__TAKES_SIGNED:
         return tr_dtype_is_signed(d);
+    case TR__TAKES_INTEGER:
+        return tr_dtype_is_integer(d);
     default:
         return true;
     }
@@ -1380,6 +1382,250 @@ static tr_status rule_triangle(const struct tr__op *op, const struct tr_value *a
     return TR_OK;
 }
 
+/* ------------------------------------------------- rearranging copies */
+
+/* An argument of kind shape read as integers of any sign (roll's shifts,
+ * pad's widths, repeat's counts): an integer or a list of at most max
+ * integer constants. */
+static tr_status ints_arg(const char *op, int *bad, int arg, const struct tr_value *v, size_t max,
+                          const char *what, size_t *n, int64_t *out)
+{
+    const struct tr_value *items = v->kind == TR_VALUE_LIST ? v->items : v;
+
+    *n = v->kind == TR_VALUE_LIST ? v->count : 1;
+    if (*n > max)
+        return fail(bad, arg, TR_ERR_SHAPE, op, "%zu %s, more than the %zu a tensor of up to "
+                    "%d dimensions can take", *n, what, max, TR_MAX_DIMS);
+    for (size_t i = 0; i < *n; i++) {
+        if (items[i].kind != TR_VALUE_INT || !items[i].known)
+            return fail(bad, arg, TR_ERR_INVALID, op, "%s are integer constants, known before "
+                        "the stage runs", what);
+        out[i] = items[i].integer;
+    }
+    return TR_OK;
+}
+
+/* A dim of an op that, as PyTorch, refuses one on a 0-d tensor. */
+static tr_status tensor_dim(const char *op, int *bad, int arg, int64_t dim, int ndim, int *out)
+{
+    if (ndim == 0)
+        return fail(bad, arg, TR_ERR_INDEX, op, "dim %lld is out of range for a tensor of 0 "
+                    "dimensions (leave dim out)", (long long)dim);
+    return normalize_dim(op, bad, arg, dim, ndim, out);
+}
+
+static tr_status rule_roll(const struct tr__op *op, const struct tr_value *args,
+                           struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    const struct tr_value *dims = ARG(2);
+    int64_t shifts[TR_MAX_DIMS];
+    size_t n, ndims = dims->kind == TR_VALUE_LIST ? dims->count : 1;
+
+    TR_FORWARD_IF_ERROR(ints_arg(NAME, bad, 1, ARG(1), TR_MAX_DIMS, "shifts", &n, shifts));
+    if (n == 0)
+        return fail(bad, 1, TR_ERR_INVALID, NAME, "needs at least one shift");
+    if (dims->kind == TR_VALUE_NONE) {
+        if (n != 1)
+            return fail(bad, 1, TR_ERR_INVALID, NAME, "without dims it takes one shift (of the "
+                        "flattened x), not %zu", n);
+    } else {
+        const struct tr_value *items = dims->kind == TR_VALUE_LIST ? dims->items : dims;
+        if (ndims != n)
+            return fail(bad, 2, TR_ERR_INVALID, NAME, "%zu shift%s for %zu dim%s: each dim takes "
+                        "one", n, n == 1 ? "" : "s", ndims, ndims == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++) {
+            int d;
+            TR_FORWARD_IF_ERROR(tensor_dim(NAME, bad, 2, items[i].integer, x.ndim, &d));
+        }
+    }
+    *out = x;
+    out->weak = false;
+    return TR_OK;
+}
+
+static tr_status rule_repeat(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t repeats[TR_MAX_DIMS], shape[TR_MAX_DIMS];
+    size_t n;
+    int lead;
+
+    TR_FORWARD_IF_ERROR(ints_arg(NAME, bad, 1, ARG(1), TR_MAX_DIMS, "repeats", &n, repeats));
+    if ((int)n < x.ndim)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "%zu repeats for a tensor of %d dimensions "
+                    "(one a dimension at least)", n, x.ndim);
+    lead = (int)n - x.ndim;
+    for (int i = 0; i < (int)n; i++) {
+        int64_t size = i < lead ? 1 : x.shape[i - lead];
+        if (repeats[i] < 0)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "a repeat count cannot be negative (%lld)",
+                        (long long)repeats[i]);
+        if (__builtin_mul_overflow(size, repeats[i], &shape[i]))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "dimension %d would have more than %lld "
+                        "elements", i, (long long)INT64_MAX);
+    }
+    set_tensor(out, x.dtype, (int)n, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_repeat_interleave(const struct tr__op *op, const struct tr_value *args,
+                                        struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t r = ARG(1)->integer, len;
+    int d;
+
+    if (r < 0)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "repeats cannot be negative (%lld)", (long long)r);
+    if (ARG(2)->kind == TR_VALUE_NONE) {
+        int64_t all = numel(&x);
+        if (all < 0 || __builtin_mul_overflow(all, r, &len))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "the result would have more than %lld "
+                        "elements", (long long)INT64_MAX);
+        set_tensor(out, x.dtype, 1, &len, x.device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tensor_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d));
+    *out = x;
+    out->weak = false;
+    if (__builtin_mul_overflow(x.shape[d], r, &out->shape[d]))
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "dimension %d would have more than %lld elements",
+                    d, (long long)INT64_MAX);
+    return TR_OK;
+}
+
+/* Whether pad's value converted to d keeps its value's range (PyTorch
+ * refuses a value that overflows: -1 or 255.5 for u8, 1e6 for f16). */
+static bool pad_value_fits(const struct tr_value *v, enum tr_dtype d)
+{
+    double f, lo, hi;
+
+    if (v->kind == TR_VALUE_BOOL || !v->known || d == TR_DTYPE_BOOL || d == TR_DTYPE_F64)
+        return true;
+    if (v->kind == TR_VALUE_INT && tr_dtype_is_integer(d))
+        return tr_constant_fits(v, d);
+    f = tr__number(v);
+    if (tr_dtype_is_float(d)) {
+        hi = d == TR_DTYPE_F16 ? 65504.0 : d == TR_DTYPE_BF16 ? 0x1.fep127 : 0x1.fffffep127;
+        return !isfinite(f) || fabs(f) <= hi;
+    }
+    /* the range as PyTorch checks it, before the value is truncated */
+    hi = ldexp(1.0, 8 * (int)tr_dtype_size(d) - tr_dtype_is_signed(d));
+    lo = tr_dtype_is_signed(d) ? -hi : 0.0;
+    return f >= lo && (hi > 0x1p53 ? f < hi : f <= hi - 1); /* NaN and infinities fail */
+}
+
+static tr_status rule_pad(const struct tr__op *op, const struct tr_value *args,
+                          struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    const char *mode = ARG(2)->string;
+    bool constant = strcmp(mode, "constant") == 0, reflect = strcmp(mode, "reflect") == 0;
+    int64_t pad[2 * TR_MAX_DIMS];
+    size_t n;
+
+    TR_FORWARD_IF_ERROR(ints_arg(NAME, bad, 1, ARG(1), 2 * TR_MAX_DIMS, "pad widths", &n, pad));
+    if (!constant && !reflect && strcmp(mode, "replicate") != 0)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "unknown mode \"%s\" (the modes are "
+                    "\"constant\", \"reflect\" and \"replicate\")", mode);
+    if (n % 2)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "pad has %zu widths; it takes pairs (before, "
+                    "after), from the last dimension back", n);
+    if ((int)n / 2 > x.ndim)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "pad has %zu pairs for a tensor of %d "
+                    "dimension%s", n / 2, x.ndim, x.ndim == 1 ? "" : "s");
+    if (constant && !pad_value_fits(ARG(3), x.dtype))
+        return fail(bad, 3, TR_ERR_DTYPE, NAME, "the value %g does not fit %s", tr__number(ARG(3)),
+                    tr_dtype_name(x.dtype));
+    if (!constant && tr__number(ARG(3)) != 0)
+        return fail(bad, 3, TR_ERR_INVALID, NAME, "mode \"%s\" takes no value", mode);
+    *out = x;
+    out->weak = false;
+    for (size_t k = 0; k < n / 2; k++) {
+        int d = x.ndim - 1 - (int)k;
+        int64_t size = x.shape[d], before = pad[2 * k], after = pad[2 * k + 1], len;
+        if (before == INT64_MIN || after == INT64_MIN)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "a width of %lld is out of range",
+                        (long long)INT64_MIN);
+        if (!constant && (before < 0 || after < 0))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "mode \"%s\" takes no negative widths (%lld, "
+                        "%lld for dimension %d); crop with x[...] first", mode, (long long)before,
+                        (long long)after, d);
+        if (reflect && (before >= size || after >= size) && (before || after))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "reflect widths must be less than the size: "
+                        "(%lld, %lld) for dimension %d of size %lld", (long long)before,
+                        (long long)after, d, (long long)size);
+        if (!constant && !reflect && size == 0 && (before || after))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "cannot replicate the edge of dimension %d, "
+                        "which is empty", d);
+        if (__builtin_add_overflow(size, before, &len) || __builtin_add_overflow(len, after, &len))
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "dimension %d would have more than %lld "
+                        "elements", d, (long long)INT64_MAX);
+        if (len < 0)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "widths (%lld, %lld) leave dimension %d of "
+                        "size %lld with a negative size", (long long)before, (long long)after, d,
+                        (long long)size);
+        out->shape[d] = len;
+    }
+    return TR_OK;
+}
+
+static tr_status rule_take_along_dim(const struct tr__op *op, const struct tr_value *args,
+                                     struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0)), index = as_tensor(ARG(1));
+    int64_t shape[TR_MAX_DIMS], len;
+    char s[160], t[160];
+    int d;
+
+    if (!integer_index(&index))
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "the indices must be a tensor of integers, "
+                    "not %s", tr_dtype_name(index.dtype));
+    if (ARG(2)->kind == TR_VALUE_NONE) {
+        len = numel(&index);
+        set_tensor(out, x.dtype, 1, &len, x.device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(tensor_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d));
+    if (index.ndim != x.ndim)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME, "indices %s and x %s differ in rank",
+                    shape_text(&index, s, sizeof s), shape_text(&x, t, sizeof t));
+    for (int i = 0; i < x.ndim; i++) {
+        int64_t a = x.shape[i], b = index.shape[i];
+        if (i == d) {
+            shape[i] = b;
+            continue;
+        }
+        if (a != b && a != 1 && b != 1)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME, "indices %s and x %s cannot be broadcast "
+                        "together (%lld != %lld in dimension %d)", shape_text(&index, s, sizeof s),
+                        shape_text(&x, t, sizeof t), (long long)b, (long long)a, i);
+        shape[i] = a == 1 ? b : a;
+    }
+    set_tensor(out, x.dtype, x.ndim, shape, x.device);
+    return TR_OK;
+}
+
+static tr_status rule_one_hot(const struct tr__op *op, const struct tr_value *args,
+                              struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0));
+    int64_t classes = ARG(1)->integer;
+
+    if (classes < 1)
+        return fail(bad, 1, TR_ERR_INVALID, NAME, "num_classes must be a positive integer "
+                    "constant, not %lld: the result's last dimension must be known before "
+                    "computing", (long long)classes);
+    if (x.ndim >= TR_MAX_DIMS)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "the result would have more than %d dimensions",
+                    TR_MAX_DIMS);
+    set_tensor(out, TR_DTYPE_I64, x.ndim, x.shape, x.device);
+    out->shape[out->ndim++] = classes;
+    return TR_OK;
+}
+
 tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg)
 {
@@ -1448,6 +1694,12 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_UNFLATTEN: s = rule_unflatten(op, args, results, &bad); break;
         case TR__RULE_MOVEDIM: s = rule_movedim(op, args, results, &bad); break;
         case TR__RULE_TRIANGLE: s = rule_triangle(op, args, results, &bad); break;
+        case TR__RULE_ROLL: s = rule_roll(op, args, results, &bad); break;
+        case TR__RULE_REPEAT: s = rule_repeat(op, args, results, &bad); break;
+        case TR__RULE_REPEAT_INTERLEAVE: s = rule_repeat_interleave(op, args, results, &bad); break;
+        case TR__RULE_PAD: s = rule_pad(op, args, results, &bad); break;
+        case TR__RULE_TAKE_ALONG_DIM: s = rule_take_along_dim(op, args, results, &bad); break;
+        case TR__RULE_ONE_HOT: s = rule_one_hot(op, args, results, &bad); break;
         }
     }
     /* a result no tensor could have (a broadcast past int64 bytes) is an

@@ -66,6 +66,7 @@ static const char *const takes_words[] = {
     [TR__TAKES_INTEGRAL] = "bool and integers",
     [TR__TAKES_FLOAT] = "f16, bf16, f32, f64",
     [TR__TAKES_SIGNED] = "signed integers and floats",
+    [TR__TAKES_INTEGER] = "u8, u16, u32, u64, i8, i16, i32, i64",
 };
 
 /* A default value written in ops.def: None, true, false, an integer, a

@@ -425,6 +425,58 @@ static tr_status dequantize(struct tally *t)
     return TR_OK;
 }
 
+/* roll: the result, then, without dims, a compact copy of a strided x to
+ * flatten. */
+static tr_status roll(struct tally *t)
+{
+    const struct tr_value *x = &t->args[0];
+    uint64_t compact = is_none(&t->args[2]) && numel_of(&t->results[0]) > 0
+                           ? cast_bytes(x, t->results[0].dtype, t->results[0].dtype)
+                           : 0;
+
+    take_result(t, 0);
+    take(t, compact);
+    drop(t, compact);
+    return TR_OK;
+}
+
+/* take_along_dim: the indices (broadcast to the result's shape along a
+ * dim) as a compact i64 tensor, then the result. */
+static tr_status take_along(struct tally *t)
+{
+    const struct tr_value *index = &t->args[1], *dim = &t->args[2];
+    struct tr_value seen = *index;
+    uint64_t bytes;
+
+    if (!is_none(dim) && is_tensor(index)) {
+        const struct tr_value *y = &t->results[0];
+        int64_t strides[TR_MAX_DIMS];
+        value_strides(index, strides);
+        for (int i = 0; i < y->ndim; i++)
+            if (index->shape[i] != y->shape[i])
+                strides[i] = 0; /* tr_expand's */
+        memcpy(seen.shape, y->shape, sizeof seen.shape);
+        memcpy(seen.strides, strides, sizeof seen.strides);
+        seen.strided = !tr__is_contiguous(y->ndim, y->shape, strides);
+    }
+    bytes = cast_bytes(&seen, TR_DTYPE_I64, TR_DTYPE_I64);
+    take(t, bytes);
+    take_result(t, 0);
+    drop(t, bytes);
+    return TR_OK;
+}
+
+/* one_hot: x as a compact i64 tensor, then the result. */
+static tr_status one_hot(struct tally *t)
+{
+    uint64_t values = cast_bytes(&t->args[0], TR_DTYPE_I64, TR_DTYPE_I64);
+
+    take(t, values);
+    take_result(t, 0);
+    drop(t, values);
+    return TR_OK;
+}
+
 /* Every kernel of kernels.def, its declaration, and whether it makes its
  * result in a destination (tr_op_takes_dest). */
 static const struct {
@@ -451,6 +503,10 @@ static const struct {
     {tr__k_unflatten, view, false},        {tr__k_movedim, view, false},
     {tr__k_triangle, results_only, true},
     {tr__k_quantile, quantile, true},
+    {tr__k_roll, roll, false},             {tr__k_repeat, results_only, false},
+    {tr__k_repeat_interleave, results_only, false},
+    {tr__k_pad, results_only, false},      {tr__k_take_along_dim, take_along, false},
+    {tr__k_one_hot, one_hot, false},
 };
 
 static int declaration_of(const struct tr_op_info *info)

@@ -1518,6 +1518,196 @@ def select_cases():
             Exact(P, np.concatenate([conv(x, P), conv(y, P)])))
 
 
+def pad_ref(a, pad, mode="constant", value=0):
+    """F.pad on a NumPy array: pairs from the last dimension back; negative widths
+    crop (constant mode); reflect and replicate are np.pad's reflect and edge."""
+    widths = [(0, 0)] * a.ndim
+    for k in range(len(pad) // 2):
+        widths[a.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    if mode != "constant":
+        return np.pad(a, widths, mode={"reflect": "reflect", "replicate": "edge"}[mode])
+    # out[j] = x[j - before] where that is inside x, else the value
+    out = np.full([n + b + e for n, (b, e) in zip(a.shape, widths)], np.array(value).astype(a.dtype), a.dtype)
+    src = tuple(slice(max(0, -b), max(0, min(n, n + e))) for n, (b, e) in zip(a.shape, widths))
+    dst = tuple(slice(max(0, b), max(0, b) + max(0, s.stop - s.start)) for (b, _), s in zip(widths, src))
+    if all(s.stop > s.start for s in src):
+        out[dst] = a[src]
+    return out
+
+
+def arrange_cases():
+    """roll, repeat, repeat_interleave, pad, take_along_dim and one_hot: exact copies,
+    against NumPy (np.roll, np.tile, np.repeat, np.pad, np.take_along_axis, np.eye),
+    which PyTorch agrees with where it takes the dtype (checked once below)."""
+    x = gen("f64", (2, 3, 4), "full", specials=False)
+    t = torch.from_numpy(x.a)
+    assert np.array_equal(torch.roll(t, (1, -2), (0, 2)).numpy(), np.roll(x.a, (1, -2), (0, 2)))
+    assert np.array_equal(t.repeat(2, 1, 1, 3).numpy(), np.tile(x.a, (2, 1, 1, 3)))
+    assert np.array_equal(torch.repeat_interleave(t, 3, 1).numpy(), np.repeat(x.a, 3, 1))
+    for mode, pad in [("constant", [1, -1, 2, 0]), ("reflect", [3, 1, 2, 1]), ("replicate", [4, 0, 1, 5])]:
+        ref = F.pad(t, pad, mode=mode, **({"value": 2.5} if mode == "constant" else {})).numpy()
+        assert np.array_equal(ref, pad_ref(x.a, pad, mode, 2.5), equal_nan=True), mode
+    idx = RNG.integers(0, 3, (2, 1, 4))
+    assert np.array_equal(torch.take_along_dim(t, torch.from_numpy(idx), 1).numpy(), np.take_along_axis(x.a, idx, 1))
+    assert np.array_equal(F.one_hot(torch.tensor([[0, 3], [2, 2]]), 4).numpy(), np.eye(4, dtype=np.int64)[[[0, 3], [2, 2]]])
+    for dt in dts("roll"):
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "full")
+            a = fn(x.a)
+            items = [(f"roll({expr}, 2)", np.roll(a, 2)), (f"roll({expr}, -7)", np.roll(a, -7))]
+            if a.ndim >= 1:
+                items.append((f"roll({expr}, [-3], [0])", np.roll(a, -3, 0)))
+            if a.ndim >= 2:
+                items += [(f"roll({expr}, [1, 7], [-1, 0])", np.roll(a, (1, 7), (-1, 0))),
+                          (f"roll({expr}, [1, 2], dims=[1, 1])", np.roll(a, (1, 2), (1, 1)))]
+            case("roll", f"{dt} {tag}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+    if "roll" in OPS:
+        x, s0 = gen("f32", (3, 4)), gen("f32", ())
+        for label, stmt in [("two shifts, no dims", "r = roll(x, [1, 2])"), ("shifts and dims differ", "r = roll(x, 1, [0, 1])"),
+                            ("dim on 0-d", "r = roll(s, 1, 0)"), ("dim out of range", "r = roll(x, 1, 2)"),
+                            ("float shift", "r = roll(x, 1.5)"), ("no shift", "r = roll(x, [], [])")]:
+            error_case("roll", label, {"x": x, "s": s0}, [stmt], (3,))
+    for dt in dts("repeat"):
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "full")
+            a = fn(x.a)
+            n = a.ndim
+            items = [(f"repeat({expr}, {lit([2] + [1, 3, 2][:n] + [1] * max(0, n - 3))})",
+                      np.tile(a, [2] + [1, 3, 2][:n] + [1] * max(0, n - 3))),
+                     (f"repeat({expr}, {lit([3] * n)})", np.tile(a, [3] * n) if n else a),
+                     (f"repeat({expr}, {lit([1] * n + [0])})", np.tile(a, [1] * n + [0]))]
+            if n == 1:
+                items.append((f"repeat({expr}, 4)", np.tile(a, 4)))
+            case("repeat", f"{dt} {tag}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+    if "repeat" in OPS:
+        x = gen("f32", (3, 4))
+        for label, stmt in [("fewer repeats than dims", "r = repeat(x, 2)"), ("negative", "r = repeat(x, [2, -1])"),
+                            ("too many dims", "r = repeat(x, [1, 1, 1, 1, 1, 1, 1, 1, 1])")]:
+            error_case("repeat", label, {"x": x}, [stmt], (3,))
+    for dt in dts("repeat_interleave"):
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "full")
+            a = fn(x.a)
+            items = [(f"repeat_interleave({expr}, 3)", np.repeat(a, 3)), (f"repeat_interleave({expr}, 0)", np.repeat(a, 0))]
+            if a.ndim >= 1:
+                items += [(f"repeat_interleave({expr}, 2, dim=0)", np.repeat(a, 2, 0)),
+                          (f"repeat_interleave({expr}, 7, -1)", np.repeat(a, 7, -1)),
+                          (f"repeat_interleave({expr}, 0, dim=-1)", np.repeat(a, 0, -1))]
+            case("repeat_interleave", f"{dt} {tag}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+    if "repeat_interleave" in OPS:
+        x, s0, i = gen("f32", (3, 4)), gen("f32", ()), TV("i64", [1, 2, 0])
+        for label, stmt in [("tensor of repeats", "r = repeat_interleave(x, i, dim=0)"), ("negative", "r = repeat_interleave(x, -1)"),
+                            ("dim on 0-d", "r = repeat_interleave(s, 2, 0)"), ("dim out of range", "r = repeat_interleave(x, 2, 2)"),
+                            ("float repeats", "r = repeat_interleave(x, 2.0)")]:
+            error_case("repeat_interleave", label, {"x": x, "s": s0, "i": i}, [stmt], (3,))
+    for dt in dts("pad"):
+        value = True if dt == "bool" else 2.5 if dt in FLOATS else 5
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "full")
+            a = fn(x.a)
+            items = []
+            if a.ndim == 0:
+                items.append((f"pad({expr}, [])", a))
+            else:
+                items += [(f"pad({expr}, [1, 2])", pad_ref(a, [1, 2])),
+                          (f"pad({expr}, [0, 3], value={lit(value)})", pad_ref(a, [0, 3], value=value))]
+                if a.shape[-1] >= 3:
+                    items.append((f'pad({expr}, [2, 1], mode="reflect")', pad_ref(a, [2, 1], "reflect")))
+                if a.size:
+                    items.append((f'pad({expr}, [3, 1], "replicate")', pad_ref(a, [3, 1], "replicate")))
+            if a.ndim >= 2:
+                items.append((f"pad({expr}, [1, -1, -1, 2], value={lit(value)})", pad_ref(a, [1, -1, -1, 2], value=value)))
+                if a.shape[-1] >= 2:
+                    items.append((f"pad({expr}, [-1, -1, 0, 0])", pad_ref(a, [-1, -1, 0, 0])))
+                items.append((f"pad({expr}, [0, 0, -{a.shape[-2]}, 2])", pad_ref(a, [0, 0, -a.shape[-2], 2])))
+                if min(a.shape[-2:]) >= 3:
+                    items.append((f'pad({expr}, [2, 2, 1, 2], mode="reflect")', pad_ref(a, [2, 2, 1, 2], "reflect")))
+                if a.size:
+                    items.append((f'pad({expr}, [2, 0, 1, 3], mode="replicate")', pad_ref(a, [2, 0, 1, 3], "replicate")))
+            if a.ndim >= 3 and min(a.shape) >= 2:
+                for mode in ("reflect", "replicate"):
+                    items.append((f'pad({expr}, [1, 1, 1, 0, 0, 1], mode="{mode}")', pad_ref(a, [1, 1, 1, 0, 0, 1], mode)))
+            case("pad", f"{dt} {tag}", {"x": x}, [f"r{i} = {e}" for i, (e, _) in enumerate(items)],
+                 {f"r{i}": Exact(dt, ref, zero_sign=True) for i, (_, ref) in enumerate(items)})
+        if dt in INTS:   # a float value is truncated, as PyTorch converts it
+            x = gen(dt, (2, 3), "small")
+            one("pad", f"{dt} float value", {"x": x}, "pad(x, [1, 1], value=2.7)", Exact(dt, pad_ref(x.a, [1, 1], value=2)))
+    if "pad" in OPS:
+        x, e, u = gen("f32", (2, 3)), gen("f32", (2, 0)), gen("u8", (2, 3))
+        for label, stmt in [("odd length", "r = pad(x, [1])"), ("too many pairs", "r = pad(x, [1, 1, 1, 1, 1, 1])"),
+                            ("reflect as wide as the size", 'r = pad(x, [3, 0], mode="reflect")'),
+                            ("replicate an empty dim", 'r = pad(e, [1, 0], mode="replicate")'),
+                            ("reflect an empty dim", 'r = pad(e, [1, 0], mode="reflect")'),
+                            ("unknown mode", 'r = pad(x, [1, 1], mode="circular")'),
+                            ("negative width in reflect", 'r = pad(x, [-1, 1], mode="reflect")'),
+                            ("value in replicate", 'r = pad(x, [1, 1], mode="replicate", value=1)'),
+                            ("negative size", "r = pad(x, [-2, -2])"),
+                            ("width INT64_MIN", "r = pad(x, [-9223372036854775807 - 1, 9223372036854775807])"), ("u8 value -1", "r = pad(u, [1, 1], value=-1)"),
+                            ("u8 value 255.5", "r = pad(u, [1, 1], value=255.5)"), ("u8 value nan", "r = pad(u, [1, 1], value=nan)"),
+                            ("f16 value 1e6", "r = pad(cast(x, f16), [1, 1], value=1e6)")]:
+            error_case("pad", label, {"x": x, "e": e, "u": u}, [stmt], (3,))
+    for dt in dts("take_along_dim"):
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "full")
+            a = fn(x.a)
+            inputs, stmts, outs = {"x": x}, [], {}
+            if a.size:
+                idx = TV("i64", RNG.integers(0, a.size, (2, 5)))
+                inputs["i"] = idx
+                stmts.append(f"f = take_along_dim({expr}, i)")
+                outs["f"] = Exact(dt, a.reshape(-1)[idx.a.reshape(-1)], zero_sign=True)
+            if a.ndim >= 1:
+                for k, idt in enumerate(["i64", "i32", "u8"]):
+                    d = [0, -1, a.ndim - 1][k]
+                    ishape = [1 if (i + k) % 2 and i != d % a.ndim else a.shape[i] for i in range(a.ndim)]
+                    ishape[d] = 3 if a.shape[d] else 0
+                    idx = TV(idt, RNG.integers(0, max(a.shape[d], 1), ishape))
+                    inputs[f"j{k}"] = idx
+                    stmts.append(f"r{k} = take_along_dim({expr}, j{k}, {d})")
+                    outs[f"r{k}"] = Exact(dt, np.take_along_axis(a, idx.a.astype(np.int64), d), zero_sign=True)
+            # x broadcast to the indices (x[::-1, ::-2][:1] meets a bug of indexing a
+            # negative-step view, not take_along_dim's)
+            if a.ndim >= 2 and a.size and tag != "negstep":
+                idx = TV("i64", RNG.integers(0, a.shape[-1], (4,) + a.shape[1:-1] + (2,)))
+                inputs["b"] = idx
+                stmts.append(f"b2 = take_along_dim({expr}[:1], b, -1)")
+                outs["b2"] = Exact(dt, np.take_along_axis(a[:1], idx.a, -1), zero_sign=True)
+            if a.ndim == 0:
+                inputs["z"] = TV("i64", np.zeros((), np.int64))
+                stmts.append(f"z0 = take_along_dim({expr}, z)")
+                outs["z0"] = Exact(dt, a.reshape(1), zero_sign=True)
+            case("take_along_dim", f"{dt} {tag}", inputs, stmts, outs)
+    if "take_along_dim" in OPS:
+        x, s0 = gen("f32", (3, 4)), gen("f32", ())
+        for label, stmt, idx, code in [("negative index (as gather)", "r = take_along_dim(x, i, 1)", [[-1]], 1),
+                                       ("index out of range", "r = take_along_dim(x, i, 0)", [[3]], 1),
+                                       ("flat index out of range", "r = take_along_dim(x, i)", [[12]], 1),
+                                       ("float indices", "r = take_along_dim(x, cast(i, f32), 1)", [[0]], 3),
+                                       ("rank differs", "r = take_along_dim(x, i, 1)", [0], 3),
+                                       ("cannot broadcast", "r = take_along_dim(x, i, 1)", [[0], [1]], 3),
+                                       ("dim on 0-d", "r = take_along_dim(s, i, 0)", 0, 3)]:
+            error_case("take_along_dim", label, {"x": x, "s": s0, "i": TV("i64", idx)}, [stmt], (code,))
+    for dt in dts("one_hot"):
+        for tag, shape, expr, fn in VIEWS:
+            x = gen(dt, shape, "exp")
+            a = fn(x.a).astype(np.int64)
+            one("one_hot", f"{dt} {tag}", {"x": x}, f"one_hot({expr}, 5)", Exact("i64", np.eye(5, dtype=np.int64)[a]))
+        x = gen(dt, (4, 3), "exp")
+        one("one_hot", f"{dt} one class", {"x": TV(dt, np.zeros((4, 3)))}, "one_hot(x, num_classes=1)",
+            Exact("i64", np.ones((4, 3, 1), np.int64)))
+    if "one_hot" in OPS:
+        i, f, b = TV("i64", [0, 2, 1]), gen("f32", (3,)), gen("bool", (3,))
+        for label, stmt, code in [("num_classes missing", "r = one_hot(i)", 3), ("num_classes -1", "r = one_hot(i, -1)", 3),
+                                  ("num_classes 0", "r = one_hot(i, 0)", 3), ("float x", "r = one_hot(f, 3)", 3),
+                                  ("bool x", "r = one_hot(b, 3)", 3), ("class out of range", "r = one_hot(i, 2)", 1),
+                                  ("negative class", "r = one_hot(i - 1, 3)", 1),
+                                  ("8 dimensions", "r = one_hot(i[None, None, None, None, None, None, None], 3)", 3)]:
+            error_case("one_hot", label, {"i": i, "f": f, "b": b}, [stmt], (code,))
+
+
 def quantize_ref(x, dim=None):
     """q and scale as tensorrun-pipeline(5), OPS defines them: scale = max|x| / 127 rounded
     once to f32, q = round_half_even(x / scale) clamped to +-127, 0 where scale is 0."""
@@ -2021,6 +2211,7 @@ reduce_cases()
 linalg_cases()
 neural_cases()
 select_cases()
+arrange_cases()
 quantize_cases()
 create_cases()
 view_cases()

@@ -340,6 +340,19 @@ static void test_reductions(void)
             }
         }
     }
+    /* quantile's q has no default: one and a list, over all and along dims */
+    for (int i = 0; i < ninputs; i++) {
+        struct tr_arg qs[2] = {float_arg(0.1), float_arg(0.9)}, none = {0};
+        struct tr_arg x = tensor_arg(inputs[i].t);
+        char what[96];
+        for (int d = -1; d < 2; d++) {
+            struct tr_arg dim = d < 0 ? none : int_arg(d);
+            snprintf(what, sizeof what, "%s, 0.5, dim=%d", inputs[i].what, d);
+            check("quantile", (struct tr_arg[]){x, float_arg(0.5), dim}, 3, what);
+            snprintf(what, sizeof what, "%s, [0.1, 0.9], dim=%d", inputs[i].what, d);
+            check("quantile", (struct tr_arg[]){x, list_arg(qs, 2), dim}, 3, what);
+        }
+    }
 }
 
 static void test_neural(void)
@@ -530,6 +543,59 @@ static void test_linalg(void)
     tr_release(a);
 }
 
+/* roll, repeat, repeat_interleave, pad, take_along_dim and one_hot, on
+ * every input (the [300,200] ones for the threads), with indices from 0
+ * to 3 (small_index, i64 [5,6]; list, i32 [4]). */
+static void test_arrange(struct tr_tensor *small_index, struct tr_tensor *list)
+{
+    struct tr_arg shifts[2] = {int_arg(1), int_arg(-2)}, dims[2] = {int_arg(0), int_arg(-1)};
+    struct tr_arg reps[3] = {int_arg(2), int_arg(1), int_arg(3)};
+    struct tr_arg crop[4] = {int_arg(1), int_arg(2), int_arg(-1), int_arg(1)};
+    struct tr_arg two[2] = {int_arg(2), int_arg(1)};
+    struct tr_arg edges[4] = {int_arg(1), int_arg(0), int_arg(2), int_arg(2)};
+    struct tr_tensor *row = tr_slice(small_index, 0, 0, 1, 1); /* [1,6] */
+    struct tr_tensor *row3 = tr_slice(row, 1, 0, 3, 1);        /* [1,3], strided */
+    struct tr_tensor *col = tr_slice(small_index, 1, 0, 1, 1); /* [5,1], strided */
+    struct tr_tensor *col2 = tr_slice(col, 0, 0, 2, 1);        /* [2,1] */
+    struct tr_tensor *big = make(TR_DTYPE_I64, 2, (int64_t[]){300, 200});
+    struct tr_tensor *classes = run("abs", (struct tr_arg[]){tensor_arg(big)}, 1);
+    struct tr_tensor *big_t = tr_transpose(classes, 0, 1);
+
+    for (int i = 0; i < ninputs; i++) {
+        struct tr_arg x = tensor_arg(inputs[i].t);
+        const char *what = inputs[i].what;
+        check("roll", (struct tr_arg[]){x, int_arg(2)}, 2, what);
+        check("roll", (struct tr_arg[]){x, list_arg(shifts, 2), list_arg(dims, 2)}, 3, what);
+        check("repeat", (struct tr_arg[]){x, list_arg(reps, 3)}, 2, what);
+        check("repeat_interleave", (struct tr_arg[]){x, int_arg(3)}, 2, what);
+        check("repeat_interleave", (struct tr_arg[]){x, int_arg(2), int_arg(0)}, 3, what);
+        check("repeat_interleave", (struct tr_arg[]){x, int_arg(9), int_arg(-1)}, 3, what);
+        check("pad", (struct tr_arg[]){x, list_arg(crop, 4), string_arg("constant"), float_arg(1)},
+              4, what);
+        check("pad", (struct tr_arg[]){x, list_arg(two, 2), string_arg("reflect")}, 3, what);
+        check("pad", (struct tr_arg[]){x, list_arg(edges, 4), string_arg("replicate")}, 3, what);
+        check("take_along_dim", (struct tr_arg[]){x, tensor_arg(small_index)}, 2, what);
+        check("take_along_dim", (struct tr_arg[]){x, tensor_arg(row3), int_arg(1)}, 3, what);
+        check("take_along_dim", (struct tr_arg[]){x, tensor_arg(col2), int_arg(0)}, 3, what);
+        check("take_along_dim", (struct tr_arg[]){x, tensor_arg(row), int_arg(-1)}, 3, what);
+    }
+    check("take_along_dim", (struct tr_arg[]){tensor_arg(input_named("f32[300,200]")),
+                                              tensor_arg(big_t), int_arg(0)},
+          3, "f32[300,200], i64[200,300].T");
+    check("one_hot", (struct tr_arg[]){tensor_arg(small_index), int_arg(4)}, 2, "i64[5,6], 4");
+    check("one_hot", (struct tr_arg[]){tensor_arg(col), int_arg(5)}, 2, "i64[5,1] strided, 5");
+    check("one_hot", (struct tr_arg[]){tensor_arg(list), int_arg(4)}, 2, "i32[4], 4");
+    check("one_hot", (struct tr_arg[]){tensor_arg(big_t), int_arg(4)}, 2, "i64[200,300].T, 4");
+    check("one_hot", (struct tr_arg[]){int_arg(2), int_arg(4)}, 2, "2, 4");
+    tr_release(big_t);
+    tr_release(classes);
+    tr_release(big);
+    tr_release(col2);
+    tr_release(col);
+    tr_release(row3);
+    tr_release(row);
+}
+
 static void test_select(void)
 {
     struct tr_tensor *index = make(TR_DTYPE_I64, 2, (int64_t[]){5, 6});
@@ -565,6 +631,7 @@ static void test_select(void)
         check("concat", (struct tr_arg[]){list_arg(items, 3), int_arg(1)}, 2, what);
         check("stack", (struct tr_arg[]){list_arg(items, 3)}, 1, what);
     }
+    test_arrange(small_index, i32_index);
     {
         struct tr_tensor *q = make(TR_DTYPE_I8, 2, (int64_t[]){5, 6});
         struct tr_tensor *scale = make(TR_DTYPE_F64, 1, (int64_t[]){5});

@@ -2,8 +2,10 @@
  * test_select.c - through tr_op_run: the view ops (sharing their input's
  * storage, with the right values), the copy ops, topk/sort/argsort
  * (stability, NaN placement, every path), gather and index_select (with
- * out-of-range indices), concat and stack (with dtype promotion), and
- * quantize/dequantize (round trip, per slice, scale 0).
+ * out-of-range indices), concat and stack (with dtype promotion),
+ * quantize/dequantize (round trip, per slice, scale 0), and pad, roll,
+ * repeat, repeat_interleave, take_along_dim and one_hot against naive
+ * loops.
  */
 #include <math.h>
 #include <string.h>
@@ -637,6 +639,132 @@ static void test_quantize_round_trip(void)
     tr_release(x);
 }
 
+/* --------------------------------------------------- rearranging copies */
+
+/* reflect and replicate of one index into [0, n): the naive definitions. */
+static int64_t mirrored(int64_t i, int64_t n, bool reflect)
+{
+    if (reflect)
+        return i < 0 ? -i : i >= n ? 2 * (n - 1) - i : i;
+    return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+/* pad of a 3-d x in every dimension, both modes, against the index
+ * definitions: the corners are where one dimension's slab is read from
+ * another's; with 1 and 2 threads, bitwise the same. */
+static void test_pad_corners(void)
+{
+    int64_t shape[3] = {5, 40, 700}, w[6] = {3, 1, 2, 7, 4, 0}; /* pairs from the last dim */
+    struct tr_tensor *x = iota(3, shape);
+    struct tr_arg widths[6];
+
+    for (int i = 0; i < 6; i++)
+        widths[i] = int_arg(w[i]);
+    for (int mode = 0; mode < 2; mode++) {
+        bool reflect = mode == 0, good = true, same = true;
+        struct tr_tensor *r[2];
+        for (int threads = 1; threads <= 2; threads++) {
+            tr_set_num_threads(threads);
+            r[threads - 1] = run("pad", (struct tr_arg[]){tensor_arg(x), list_arg(widths, 6),
+                                                          string_arg(reflect ? "reflect" : "replicate")},
+                                 3);
+        }
+        ok(is(r[0], TR_DTYPE_F32, 3, (int64_t[]){5 + 4, 40 + 2 + 7, 700 + 3 + 1}),
+           "pad %s of [5,40,700] by (3,1),(2,7),(4,0): shape", reflect ? "reflect" : "replicate");
+        for (int64_t a = 0; r[0] && a < 9; a++)
+            for (int64_t b = 0; b < 49; b++)
+                for (int64_t c = 0; c < 704; c++) {
+                    int64_t i = (a * 49 + b) * 704 + c;
+                    double want = (double)((mirrored(a - 4, 5, reflect) * 40 +
+                                            mirrored(b - 2, 40, reflect)) * 700 +
+                                           mirrored(c - 3, 700, reflect));
+                    good = good && flat(r[0], i) == want;
+                    same = same && flat(r[1], i) == flat(r[0], i);
+                }
+        ok(r[0] && good, "  every element, corners included, is x at the mirrored index");
+        ok(r[1] && same, "  with 2 threads, the same");
+        tr_release(r[0]);
+        tr_release(r[1]);
+    }
+    tr_set_num_threads(0);
+    tr_release(x);
+}
+
+/* roll with repeated dims and shifts past the size; repeat_interleave by
+ * both of its loops; repeat's doubling; against naive loops. */
+static void test_roll_repeat(void)
+{
+    struct tr_tensor *x = iota(2, (int64_t[]){3, 4}), *t = tr_transpose(x, 0, 1), *r;
+    struct tr_arg shifts[3] = {int_arg(-9), int_arg(2), int_arg(5)};
+    struct tr_arg dims[3] = {int_arg(1), int_arg(0), int_arg(-1)};
+    struct tr_arg reps[3] = {int_arg(3), int_arg(1), int_arg(5)};
+    bool good = true;
+
+    /* along dim 1 (size 4): -9 + 5 = -4, no shift; along dim 0 (size 3): 2 */
+    r = run("roll", (struct tr_arg[]){tensor_arg(x), list_arg(shifts, 3), list_arg(dims, 3)}, 3);
+    for (int64_t i = 0; r && i < 12; i++)
+        good = good && flat(r, i) == (double)(((i / 4 + 1) % 3) * 4 + i % 4);
+    ok(r && good, "roll by -9, 2, 5 along 1, 0, -1 of [3,4]: 2 rows down, columns in place");
+    tr_release(r);
+    r = run("roll", (struct tr_arg[]){tensor_arg(t), int_arg(-13)}, 2);
+    good = r != NULL;
+    for (int64_t i = 0; r && i < 12; i++) /* x.T flattened is 0 4 8 1 5 9 ...; rolled by -1 */
+        good = good && flat(r, i) == (double)(((i + 1) % 12) % 3 * 4 + ((i + 1) % 12) / 3);
+    ok(good, "roll of x.T by -13 without dims: its flattened order, rolled by -1");
+    tr_release(r);
+    for (int64_t k = 2; k <= 5; k += 3) { /* r <= size (slices j::r), r > size (broadcasts) */
+        r = run("repeat_interleave", (struct tr_arg[]){tensor_arg(t), int_arg(k), int_arg(0)}, 3);
+        good = is(r, TR_DTYPE_F32, 2, (int64_t[]){4 * k, 3});
+        for (int64_t i = 0; good && i < 12 * k; i++)
+            good = flat(r, i) == (double)((i % 3) * 4 + i / 3 / k);
+        ok(good, "repeat_interleave of x.T [4,3] by %lld along 0", (long long)k);
+        tr_release(r);
+    }
+    r = run("repeat", (struct tr_arg[]){tensor_arg(t), list_arg(reps, 3)}, 2);
+    good = is(r, TR_DTYPE_F32, 3, (int64_t[]){3, 4, 15});
+    for (int64_t i = 0; good && i < 180; i++)
+        good = flat(r, i) == (double)((i % 15 % 3) * 4 + i / 15 % 4);
+    ok(good, "repeat of x.T [4,3] by [3,1,5]: tiles, a leading dimension added");
+    tr_release(r);
+    tr_release(t);
+    tr_release(x);
+}
+
+/* take_along_dim and one_hot refuse indices out of range, negative ones
+ * too, with TR_ERR_INDEX, leaving nothing behind. */
+static void test_take_one_hot(void)
+{
+    struct tr_tensor *x = iota(2, (int64_t[]){3, 4});
+    int64_t bad[2] = {1, -1}, big[2] = {0, 4};
+    struct tr_tensor *neg = tr_from_data(bad, TR_DTYPE_I64, 2, (int64_t[]){1, 2}, TR_CPU);
+    struct tr_tensor *over = tr_from_data(big, TR_DTYPE_I64, 1, (int64_t[]){2}, TR_CPU);
+    struct tr_memory_stats before, after;
+    struct tr_tensor *r;
+    tr_status s;
+
+    tr_memory_stats(TR_CPU, &before);
+    r = run("take_along_dim", (struct tr_arg[]){tensor_arg(x), tensor_arg(neg), int_arg(1)}, 3);
+    s = tr_last_status();
+    ok(!r && s == TR_ERR_INDEX && strstr(tr_last_error(), "index -1 is out of range"),
+       "take_along_dim with index -1: %s", tr_last_error());
+    r = run("one_hot", (struct tr_arg[]){tensor_arg(over), int_arg(4)}, 2);
+    s = tr_last_status();
+    ok(!r && s == TR_ERR_INDEX && strstr(tr_last_error(), "value 4"),
+       "one_hot of 4 with 4 classes: %s", tr_last_error());
+    r = run("one_hot", (struct tr_arg[]){tensor_arg(neg), int_arg(4)}, 2);
+    ok(!r && tr_last_status() == TR_ERR_INDEX, "one_hot of -1: %s", tr_last_error());
+    tr_memory_stats(TR_CPU, &after);
+    is_int((int64_t)after.active_bytes, (int64_t)before.active_bytes, "  nothing left in the pool");
+    r = run("one_hot", (struct tr_arg[]){tensor_arg(over), int_arg(5)}, 2);
+    ok(is(r, TR_DTYPE_I64, 2, (int64_t[]){2, 5}) &&
+           values(r, (double[]){1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 10),
+       "one_hot([0, 4], 5)");
+    tr_release(r);
+    tr_release(over);
+    tr_release(neg);
+    tr_release(x);
+}
+
 int main(void)
 {
     test_views();
@@ -648,5 +776,8 @@ int main(void)
     test_join();
     test_quantize();
     test_quantize_round_trip();
+    test_pad_corners();
+    test_roll_repeat();
+    test_take_one_hot();
     return done_testing();
 }

@@ -1,7 +1,7 @@
 /*
  * cpu/select.c - choosing and moving elements: topk, sort, argsort,
- * gather, index_select, concat, stack; and the symmetric i8
- * quantisation, quantize and dequantize.
+ * gather, index_select, take_along_dim, one_hot, concat, stack; and the
+ * symmetric i8 quantisation, quantize and dequantize.
  *
  * Sorting is stable and puts NaN last in ascending and first in
  * descending order (tensorrun-pipeline(5), OPS: sort): each value becomes a 64-bit key
@@ -509,18 +509,17 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
 
 /* -------------------------------------------------------- gather, index */
 
-/* The index argument as a compact i64 tensor whose values all lie in
- * [0, size), or with from_end in [-size, size) (a negative one counts
- * from the end): TR_ERR_INDEX naming the first that does not. */
-static struct tr_tensor *checked_index(const char *name, const struct tr_arg *arg, int dim,
-                                       int64_t size, bool from_end)
+/* t as a compact i64 tensor whose values all lie in [0, size), or with
+ * from_end in [-size, size) (a negative one counts from the end, as
+ * index_select's do): TR_ERR_INDEX naming the first that does not (a
+ * negative index is out of range of gather, as in PyTorch). */
+static struct tr_tensor *checked_values(const char *name, const struct tr_tensor *t, int dim,
+                                        int64_t size, bool from_end)
 {
-    struct tr_tensor *given = tr__arg_tensor(arg, TR_DTYPE_I64), *index;
+    struct tr_tensor *index = tr_cast(t, TR_DTYPE_I64);
     const int64_t *v;
     int64_t n;
 
-    index = given ? tr_cast(given, TR_DTYPE_I64) : NULL;
-    tr_release(given);
     if (!index)
         return NULL;
     n = tr_tensor_numel(index);
@@ -537,6 +536,48 @@ static struct tr_tensor *checked_index(const char *name, const struct tr_arg *ar
     return index;
 }
 
+/* The index argument as checked_values makes it. */
+static struct tr_tensor *checked_index(const char *name, const struct tr_arg *arg, int dim,
+                                       int64_t size, bool from_end)
+{
+    struct tr_tensor *given = tr__arg_tensor(arg, TR_DTYPE_I64), *index;
+
+    index = given ? checked_values(name, given, dim, size, from_end) : NULL;
+    tr_release(given);
+    return index;
+}
+
+/* out[..., i, ...] = x[..., iv[..., i, ...], ...] for the nd-dimensional
+ * out of shape at cb (compact), x at xb with byte strides xs, iv compact of
+ * out's shape: the index replaces the position along d. */
+static void gather_lines(char *cb, const char *xb, const int64_t *xs, const int64_t *iv, int nd,
+                         const int64_t *shape, int d, size_t item)
+{
+    int64_t len = nd ? shape[nd - 1] : 1, total = 1, lines;
+
+    for (int i = 0; i < nd; i++)
+        total *= shape[i];
+    lines = len ? total / len : 0;
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (lines * len > PARALLEL_ELEMENTS && lines > 1)
+    for (int64_t line = 0; line < lines; line++) {
+        int64_t base = 0, rest = line, inner = 0, along = 0;
+        for (int i = nd - 2; i >= 0; i--) {
+            int64_t at = rest % shape[i];
+            rest /= shape[i];
+            if (i != d)
+                base += at * xs[i];
+        }
+        if (nd > 0) {
+            along = xs[d];
+            inner = d == nd - 1 ? 0 : xs[nd - 1];
+        }
+        for (int64_t j = 0; j < len; j++)
+            copy_item(cb + (line * len + j) * (int64_t)item,
+                      xb + base + j * inner + iv[line * len + j] * along, item);
+    }
+}
+
 /* gather(x, dim, index): out[..., i, ...] = x[..., index[..., i, ...], ...]
  * with the index in place of the position along dim. */
 tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
@@ -546,9 +587,8 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
     struct tr_tensor *x, *index = NULL, *c = NULL;
-    int64_t lines, len, xs[TR_MAX_DIMS], size;
-    int d, nd = out->ndim;
-    size_t item;
+    int64_t xs[TR_MAX_DIMS], size;
+    int d;
     tr_status s = TR_OK;
 
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
@@ -562,32 +602,9 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
     if (!c)
         s = tr_last_status();
     if (s == TR_OK && tr_tensor_numel(c) > 0) {
-        const int64_t *iv = tr_tensor_data(index);
-        const char *xb = tr_tensor_data(x);
-        char *cb = c->storage->data + c->offset;
-
-        item = tr_dtype_size(x->dtype);
         tr__byte_strides(x, xs);
-        len = nd ? out->shape[nd - 1] : 1;
-        lines = tr_tensor_numel(c) / len;
-#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
-    if (lines * len > PARALLEL_ELEMENTS && lines > 1)
-        for (int64_t line = 0; line < lines; line++) {
-            int64_t base = 0, rest = line, inner = 0, along = 0;
-            for (int i = nd - 2; i >= 0; i--) {
-                int64_t at = rest % out->shape[i];
-                rest /= out->shape[i];
-                if (i != d)
-                    base += at * xs[i];
-            }
-            if (nd > 0) {
-                along = xs[d];
-                inner = d == nd - 1 ? 0 : xs[nd - 1];
-            }
-            for (int64_t j = 0; j < len; j++)
-                copy_item(cb + (line * len + j) * (int64_t)item,
-                          xb + base + j * inner + iv[line * len + j] * along, item);
-        }
+        gather_lines(c->storage->data + c->offset, tr_tensor_data(x), xs, tr_tensor_data(index),
+                     out->ndim, out->shape, d, tr_dtype_size(x->dtype));
     }
     tr_release(index);
     tr_release(x);
@@ -648,6 +665,120 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
                          sx, n, shape, item);
     }
     tr_release(index);
+    tr_release(x);
+    return give(&c, 1, s, results);
+}
+
+/* take_along_dim(x, indices, dim): gather of x and indices broadcast to
+ * each other but along dim; without dim, the values of the flattened x at
+ * the flattened indices. */
+tr_status tr__k_take_along_dim(const struct tr__op *op, const struct tr_arg *args,
+                               const struct tr_value *out, const struct tr_dest *dest,
+                               struct tr_tensor **results)
+{
+    (void)dest; /* its results are its own: the caller copies them */
+    const char *name = op->info.name;
+    struct tr_tensor *x, *xv = NULL, *given, *iv = NULL, *index = NULL, *c = NULL;
+    bool flat = args[2].value.kind == TR_VALUE_NONE;
+    int64_t xs[TR_MAX_DIMS], shape[TR_MAX_DIMS];
+    size_t item;
+    int d = 0;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
+    given = x ? tr__arg_tensor(&args[1], TR_DTYPE_I64) : NULL;
+    if (!given) {
+        tr_release(x);
+        return tr_last_status();
+    }
+    if (flat) {
+        index = checked_values(name, given, 0, tr_tensor_numel(x), false);
+    } else {
+        d = dim_of(args[2].value.integer, x->ndim);
+        memcpy(shape, out->shape, sizeof shape);
+        shape[d] = x->shape[d];
+        xv = tr_expand(x, shape, x->ndim);
+        iv = xv ? tr_expand(given, out->shape, out->ndim) : NULL;
+        index = iv ? checked_values(name, iv, d, x->shape[d], false) : NULL;
+    }
+    if (index)
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
+    if (!c)
+        s = tr_last_status();
+    item = tr_dtype_size(x->dtype);
+    if (s == TR_OK && tr_tensor_numel(c) > 0 && !flat) {
+        tr__byte_strides(xv, xs);
+        gather_lines(c->storage->data + c->offset, tr_tensor_data(xv), xs, tr_tensor_data(index),
+                     out->ndim, out->shape, d, item);
+    } else if (s == TR_OK && tr_tensor_numel(c) > 0) {
+        const int64_t *at = tr_tensor_data(index);
+        const char *xb = tr_tensor_data(x);
+        char *cb = c->storage->data + c->offset;
+        int64_t n = tr_tensor_numel(c);
+        int nd = x->ndim;
+
+        tr__byte_strides(x, xs);
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) if (n > PARALLEL_ELEMENTS)
+        for (int64_t j = 0; j < n; j++) {
+            int64_t rest = at[j], offset = 0;
+            for (int i = nd - 1; i >= 0; i--) {
+                offset += rest % x->shape[i] * xs[i];
+                rest /= x->shape[i];
+            }
+            copy_item(cb + j * (int64_t)item, xb + offset, item);
+        }
+    }
+    tr_release(index);
+    tr_release(iv);
+    tr_release(xv);
+    tr_release(given);
+    tr_release(x);
+    return give(&c, 1, s, results);
+}
+
+/* Rows of one_hot a thread writes at least. */
+#define ONE_HOT_ROWS 1024
+
+/* one_hot(x, num_classes): i64 zeros of x's shape plus [num_classes], with
+ * a 1 at each value of x along the last dimension. */
+tr_status tr__k_one_hot(const struct tr__op *op, const struct tr_arg *args,
+                        const struct tr_value *out, const struct tr_dest *dest,
+                        struct tr_tensor **results)
+{
+    (void)dest; /* its results are its own: the caller copies them */
+    const char *name = op->info.name;
+    int64_t classes = args[1].value.integer, rows;
+    struct tr_tensor *x, *values = NULL, *c = NULL;
+    tr_status s = TR_OK;
+
+    x = tr__arg_tensor(&args[0], TR_DTYPE_I64);
+    if (!x)
+        return tr_last_status();
+    values = tr_cast(x, TR_DTYPE_I64);
+    rows = values ? tr_tensor_numel(values) : 0;
+    if (values) {
+        const int64_t *v = tr_tensor_data(values);
+        for (int64_t i = 0; i < rows && s == TR_OK; i++)
+            if (v[i] < 0 || v[i] >= classes)
+                s = tr_set_error(TR_ERR_INDEX, "%s: the value %lld is not a class of 0..%lld "
+                                 "(num_classes is %lld)", name, (long long)v[i],
+                                 (long long)classes - 1, (long long)classes);
+    }
+    if (values && s == TR_OK)
+        c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
+    if (s == TR_OK && !c)
+        s = tr_last_status();
+    if (s == TR_OK && rows > 0) {
+        const int64_t *v = tr_tensor_data(values);
+        int64_t *cb = (int64_t *)(void *)(c->storage->data + c->offset);
+#pragma omp parallel for num_threads(tr_num_threads()) schedule(static) \
+    if (rows * classes > PARALLEL_ELEMENTS && rows > ONE_HOT_ROWS)
+        for (int64_t i = 0; i < rows; i++) {
+            memset(cb + i * classes, 0, (size_t)classes * sizeof *cb);
+            cb[i * classes + v[i]] = 1;
+        }
+    }
+    tr_release(values);
     tr_release(x);
     return give(&c, 1, s, results);
 }
