@@ -388,8 +388,53 @@ static const char *infer_hint(const struct tr_op_info *op, const struct tr_value
     return NULL;
 }
 
-/* Lowers a call into its results (one or two); *n says how many. */
-static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, int *n)
+/* split and chunk: one narrow view of x for each piece, when the pieces
+ * are at most cap; *n says how many there are (the caller refuses a count
+ * that is not its names'). */
+static bool eval_pieces(struct eval *ev, const struct expr *e, const struct tr_op_info *op,
+                        const struct result *args, const struct tr_value *metas, const int *from,
+                        bool depends, struct result *results, size_t cap, int *n)
+{
+    const struct tr_op_info *narrow = tr_op_get(TR_OP_NARROW);
+    int64_t *starts = program_alloc(ev->prog, cap * sizeof *starts);
+    int64_t *lengths = program_alloc(ev->prog, cap * sizeof *lengths);
+    size_t count;
+    int bad = -1;
+
+    if (!starts || !lengths) {
+        diag_error(ev->d, e->line, e->col, NULL, "out of memory");
+        return false;
+    }
+    if (tr_op_pieces(op, metas, starts, lengths, cap, &count, &bad) != TR_OK) {
+        const struct expr *at = arg_expr(e, op, bad, from);
+        diag_error(ev->d, at->line, at->col, NULL, "%s", tr_last_error());
+        return false;
+    }
+    *n = count > INT_MAX ? INT_MAX : (int)count;
+    for (size_t i = 0; count <= cap && i < count; i++) {
+        struct result piece[4] = {args[0], args[2]};
+        struct tr_value pmetas[4], out;
+        piece[2] = constant((struct tr_value){.kind = TR_VALUE_INT, .known = true,
+                                              .integer = starts[i]});
+        piece[3] = constant((struct tr_value){.kind = TR_VALUE_INT, .known = true,
+                                              .integer = lengths[i]});
+        for (int k = 0; k < 4; k++)
+            pmetas[k] = piece[k].o.meta;
+        if (tr_op_infer(narrow, pmetas, &out, &bad) != TR_OK) {
+            diag_error(ev->d, e->line, e->col, NULL, "%s", tr_last_error());
+            return false;
+        }
+        if (!emit_op(ev, e, narrow, piece, &out, depends, &results[i])) {
+            diag_error(ev->d, e->line, e->col, NULL, "out of memory");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Lowers a call into its results (cap at most); *n says how many. */
+static bool eval_call(struct eval *ev, const struct expr *e, struct result *results, size_t cap,
+                      int *n)
 {
     const struct tr_op_info *op = tr_op_find(e->op);
     struct result args[TR_OP_MAX_PARAMS];
@@ -454,6 +499,8 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     }
     if (broken)
         return false;
+    if (op->nresults == 0)
+        return eval_pieces(ev, e, op, args, metas, from, depends, results, cap, n);
     switch (fold_constants(op->name, metas, op->nparams, &out[0])) {
     case FOLD_OK:
         *n = 1;
@@ -776,10 +823,12 @@ static struct result eval(struct eval *ev, const struct expr *e)
         }
         return eval_transpose(ev, e, r);
     case EXPR_CALL:
-        if (!eval_call(ev, e, results, &n))
+        if (!eval_call(ev, e, results, TR_OP_MAX_RESULTS, &n))
             return failed();
         if (n != 1) {
-            diag_error(ev->d, e->line, e->col, "assign both, as in 'v, i = topk(x, k)'",
+            diag_error(ev->d, e->line, e->col,
+                       n == 2 ? "assign both, as in 'v, i = topk(x, k)'"
+                              : "assign each to a name, as in 'a, b, c = chunk(x, 3)'",
                        "%s gives %d values, so it cannot be part of an expression", e->op, n);
             return failed();
         }
@@ -878,17 +927,23 @@ static void lower_statements(struct plan *plan, int index, struct diag_list *d, 
     }
     for (size_t k = 0; k < s->nstatements; k++) {
         const struct statement *st = s->statements[k];
-        struct result results[TR_OP_MAX_RESULTS];
+        size_t cap = st && st->ntargets > TR_OP_MAX_RESULTS ? st->ntargets : TR_OP_MAX_RESULTS;
+        struct result *results;
         int n = 1;
         bool ok;
 
         if (!st)
             continue;
+        results = program_alloc(plan->program, cap * sizeof *results);
+        if (!results) {
+            diag_error(d, st->line, st->col, NULL, "out of memory");
+            continue;
+        }
         ev.visible = plan->nvalues;
         ev.st = st;
         ev.statement = (int)k;
         if (st->value->kind == EXPR_CALL) {
-            ok = eval_call(&ev, st->value, results, &n);
+            ok = eval_call(&ev, st->value, results, cap, &n);
         } else {
             results[0] = eval(&ev, st->value);
             ok = !results[0].failed;

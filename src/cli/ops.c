@@ -33,7 +33,8 @@ static void print_json(const struct tr_op_info *op)
         json_array_append_new(params, param);
     }
     json_object_set_new(o, "params", params);
-    json_object_set_new(o, "results", json_integer(op->nresults));
+    /* split and chunk: as many as their arguments make (null) */
+    json_object_set_new(o, "results", op->nresults ? json_integer(op->nresults) : json_null());
     json_object_set_new(o, "dtypes", json_string(op->dtypes));
     json_object_set_new(o, "doc", json_string(op->doc));
     text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -76,7 +77,12 @@ static void print_roff(void)
         }
         printf(".TP\n.B \"");
         roff_text(op->signature);
-        printf("\"%s\n", op->nresults > 1 ? "\n\\(-> two values" : "");
+        if (op->nresults == 0)
+            printf("\"\n\\(-> as many values as pieces\n");
+        else if (op->nresults > 1)
+            printf("\"\n\\(-> %d values\n", op->nresults);
+        else
+            printf("\"\n");
         roff_text(op->doc);
         printf(".\nTakes ");
         roff_text(op->dtypes);
@@ -171,7 +177,10 @@ int cmd_ops(int argc, char **argv)
             group = op->group;
         }
         printf("  %s%s\n      %s; takes %s\n", op->signature,
-               op->nresults > 1 ? (op->nresults == 2 ? " -> 2 values" : " -> values") : "",
+               op->nresults == 0  ? " -> as many values as pieces"
+               : op->nresults == 2 ? " -> 2 values"
+               : op->nresults > 2  ? " -> values"
+                                   : "",
                op->doc, op->dtypes);
     }
     return EXIT_OK;

@@ -1626,9 +1626,97 @@ static tr_status rule_one_hot(const struct tr__op *op, const struct tr_value *ar
     return TR_OK;
 }
 
+/* split(x, size or sizes, dim) and chunk(x, chunks, dim), as PyTorch cuts
+ * them: the pieces' count, and the first max of their starts and lengths
+ * (starts and lengths may be NULL when max is 0). */
+static tr_status rule_split(const struct tr__op *op, const struct tr_value *args, int64_t *starts,
+                            int64_t *lengths, size_t max, size_t *count, int *bad)
+{
+    const struct tr_value *x = ARG(0), *sz = ARG(1);
+    int d;
+    int64_t size, piece, at = 0;
+    size_t n = 0;
+
+    *count = 0;
+    if (x->kind != TR_VALUE_TENSOR || x->ndim == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "needs a tensor with at least one dimension");
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x->ndim, &d));
+    size = x->shape[d];
+    if (op->info.id == TR_OP_SPLIT && sz->kind == TR_VALUE_LIST) {
+        for (size_t i = 0; i < sz->count; i++) {
+            int64_t len = sz->items[i].integer;
+            if (!sz->items[i].known || len < 0)
+                return fail(bad, 1, TR_ERR_INVALID, NAME, "sizes are integer constants, not negative");
+            if (len > size - at)
+                break;
+            if (n < max) {
+                starts[n] = at;
+                lengths[n] = len;
+            }
+            n++;
+            at += len;
+        }
+        if (n != sz->count || at != size)
+            return fail(bad, 1, TR_ERR_SHAPE, NAME,
+                        "the sizes must add up to the size of dim %d, %lld", d, (long long)size);
+        *count = n;
+        return TR_OK;
+    }
+    piece = sz->integer;
+    if (!sz->known || piece < (op->info.id == TR_OP_CHUNK ? 1 : 0))
+        return fail(bad, 1, TR_ERR_INVALID, NAME, "%s must be %s constant", op->info.params[1].name,
+                    op->info.id == TR_OP_CHUNK ? "a positive" : "a non-negative");
+    if (op->info.id == TR_OP_CHUNK) {
+        if (size == 0) { /* n empty pieces, as PyTorch gives them */
+            for (; (int64_t)n < piece; n++)
+                if (n < max)
+                    starts[n] = lengths[n] = 0;
+            *count = n;
+            return TR_OK;
+        }
+        piece = (size + piece - 1) / piece;
+    }
+    if (piece == 0 && size > 0)
+        return fail(bad, 1, TR_ERR_INVALID, NAME,
+                    "a size of 0 cuts only a dimension of size 0 (dim %d is %lld)", d,
+                    (long long)size);
+    do {
+        int64_t len = size - at < piece ? size - at : piece;
+        if (n < max) {
+            starts[n] = at;
+            lengths[n] = len;
+        }
+        n++;
+        at += len;
+    } while (at < size);
+    *count = n;
+    return TR_OK;
+}
+
+tr_status tr_op_pieces(const struct tr_op_info *info, const struct tr_value *args, int64_t *starts,
+                       int64_t *lengths, size_t max, size_t *count, int *bad_arg)
+{
+    const struct tr__op *op = tr__op_of(info);
+    int bad = -1;
+    tr_status s;
+
+    *count = 0;
+    TR_RETURN_ERROR_IF(op->rule != TR__RULE_SPLIT, TR_ERR_INVALID,
+                       "%s: gives a fixed number of results", info->name);
+    s = check_kinds(op, args, &bad);
+    if (s == TR_OK)
+        s = check_dtypes(op, args, &bad);
+    if (s == TR_OK)
+        s = rule_split(op, args, starts, lengths, max, count, &bad);
+    if (bad_arg)
+        *bad_arg = bad;
+    return s;
+}
+
 tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg)
 {
+    size_t pieces;
     const struct tr__op *op = tr__op_of(info);
     int bad = -1;
     tr_status s;
@@ -1674,6 +1762,7 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_COUNT: s = rule_reduce(op, args, results, &bad); break;
         case TR__RULE_CUMSUM: s = rule_cumsum(op, args, results, &bad); break;
         case TR__RULE_QUANTILE: s = rule_quantile(op, args, results, &bad); break;
+        case TR__RULE_SPLIT: s = rule_split(op, args, NULL, NULL, 0, &pieces, &bad); break;
         case TR__RULE_MATMUL: s = rule_matmul(op, args, results, &bad); break;
         case TR__RULE_OUTER:
         case TR__RULE_DOT: s = rule_vectors(op, args, results, &bad); break;

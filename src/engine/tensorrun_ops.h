@@ -169,6 +169,16 @@ const char *tr_op_alias_at(size_t index, const char **op);
 tr_status tr_op_infer(const struct tr_op_info *op, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg);
 
+/*
+ * The pieces split and chunk (the ops with no fixed number of results,
+ * nresults 0) cut x into, along dim: piece i is narrow(x, dim, starts[i],
+ * lengths[i]).  args as tr_op_infer takes them (which checks them the
+ * same way and gives no results); *count is how many pieces there are,
+ * and the first max of them are written.  Errors as tr_op_infer's.
+ */
+tr_status tr_op_pieces(const struct tr_op_info *op, const struct tr_value *args, int64_t *starts,
+                       int64_t *lengths, size_t max, size_t *count, int *bad_arg);
+
 /* An argument when an op runs: a constant (value), None, a tensor (value
  * describes it, tensor is the handle; value.weak marks a tensor computed
  * from numbers alone, exp(1.0), which promotes as a number does), or a

@@ -1499,6 +1499,36 @@ def select_cases():
                    ["r = x[i]"], (3,))
         error_case("index_select", "x[idx, 0] refused", {"x": x, "i": TV("i64", [0])}, ["r = x[i, 0]"], (3,))
         error_case("index_select", "x[idx] out of range", {"x": x, "i": TV("i64", [5])}, ["r = x[i]"], (1,))
+    # split and chunk: views, as many as the arguments make, PyTorch's pieces
+    for dt in dts("split"):
+        x = gen(dt, (7, 6), "full")
+        for tag, expr, fn, pieces in [
+                ("size 3", "split(x, 3)", lambda a: a, lambda t: torch.split(t, 3)),
+                ("sizes, dim=1", "x.split([1, 0, 5], dim=1)", lambda a: a, lambda t: torch.split(t, [1, 0, 5], 1)),
+                ("of a transpose, dim=-1", "split(x.T, 2, -1)", lambda a: a.T, lambda t: torch.split(t, 2, -1)),
+                ("negstep", "split(x[::-1, ::-2], 2)", lambda a: a[::-1, ::-2], lambda t: torch.split(t, 2))]:
+            v = fn(x.a)
+            parts = pieces(torch.from_numpy(np.ascontiguousarray(v.astype(np.float64))))
+            starts = np.cumsum([0] + [p.shape[0 if "dim" not in tag else -1] for p in parts])
+            names = [f"p{i}" for i in range(len(parts))]
+            axis = 0 if "dim" not in tag else 1
+            outs = {n: Exact(dt, np.take(v, range(starts[i], starts[i + 1]), axis=axis)) for i, n in enumerate(names)}
+            case("split", f"{dt} {tag}", {"x": x}, [f"{', '.join(names)} = {expr}"], outs)
+    for dt in dts("chunk"):
+        for size, n in ((5, 4), (6, 4), (2, 5), (9, 3), (0, 3)):
+            x = gen(dt, (size, 2), "full")
+            parts = torch.chunk(torch.zeros(size, 2), n)
+            names = [f"p{i}" for i in range(len(parts))]
+            at = np.cumsum([0] + [p.shape[0] for p in parts])
+            outs = {nm: Exact(dt, x.a[at[i]:at[i + 1]]) for i, nm in enumerate(names)}
+            case("chunk", f"{dt} [{size}] in {n}", {"x": x}, [f"{', '.join(names)} = x.chunk({n})"], outs)
+    if "split" in OPS:
+        x = gen("f32", (5, 3))
+        for stmt, tag in (("a, b = split(x, [2, 2])", "sizes short of the dim"), ("a = split(x, 0)", "size 0"),
+                          ("a, b, c = split(x, 3)", "more names than pieces"),
+                          ("a = split(x, 2) + 1", "pieces in an expression"),
+                          ("a, b = chunk(x, 0)", "0 chunks"), ("a = split(x.sum(), 1)", "a 0-d tensor")):
+            error_case("split" if "split" in stmt else "chunk", f"{tag} refused", {"x": x}, [stmt], (3,))
     for dt in dts("concat"):
         x, y, z = gen(dt, (2, 3), "full"), gen(dt, (4, 3), "full"), gen(dt, (0, 3), "full")
         one("concat", f"{dt} dim=0", {"x": x, "y": y, "z": z}, "concat([x, y, z], 0)",

@@ -65,8 +65,8 @@ static void test_table(void)
     const char *groups = "create views copy unary binary reduce linalg neural select quantize";
 
     /* create 11, views 13, copy 4, unary 46, binary 26, reduce 20, linalg 5,
-     * neural 6, select 12, quantize 2 */
-    is_int(tr_op_count(), 145, "the table holds its 145 ops");
+     * neural 6, select 14, quantize 2 */
+    is_int(tr_op_count(), 147, "the table holds its 147 ops");
     for (size_t i = 0; i < tr_op_count(); i++) {
         const struct tr_op_info *op = tr_op_at(i);
         if (op->nparams == 0 || !op->doc[0] || !strstr(groups, op->group) ||
@@ -403,9 +403,59 @@ static void test_huge_shapes(void)
     }
 }
 
+/* split and chunk: PyTorch's pieces, known before anything runs. */
+static void test_pieces(void)
+{
+    const struct tr_op_info *split = tr_op_find("split"), *chunk = tr_op_find("chunk");
+    struct tr_value x = tensor(TR_DTYPE_F32, 2, (int64_t[]){5, 3}), out[2];
+    struct tr_value empty = tensor(TR_DTYPE_F32, 1, (int64_t[]){0});
+    struct tr_value sizes[3] = {integer(1), integer(0), integer(4)};
+    struct tr_value list = {.kind = TR_VALUE_LIST, .count = 3, .items = sizes};
+    int64_t starts[8], lengths[8];
+    size_t n;
+    int bad;
+
+    ok(split->nresults == 0 && chunk->nresults == 0, "split and chunk give as many results as pieces");
+    ok(tr_op_pieces(chunk, (struct tr_value[]){x, integer(4), integer(0)}, starts, lengths, 8, &n,
+                    &bad) == TR_OK &&
+           n == 3 && lengths[0] == 2 && lengths[1] == 2 && lengths[2] == 1 && starts[2] == 4,
+       "chunk of 5 in 4 is 3 pieces of 2, 2 and 1, as in PyTorch");
+    ok(tr_op_pieces(chunk, (struct tr_value[]){empty, integer(3), integer(0)}, starts, lengths, 8,
+                    &n, &bad) == TR_OK && n == 3 && lengths[2] == 0,
+       "chunk of an empty dim in 3 is 3 empty pieces");
+    ok(tr_op_pieces(split, (struct tr_value[]){x, integer(2), integer(-2)}, starts, lengths, 8, &n,
+                    &bad) == TR_OK && n == 3 && lengths[2] == 1,
+       "split of 5 by 2 is 2, 2 and 1");
+    ok(tr_op_pieces(split, (struct tr_value[]){x, list, integer(0)}, starts, lengths, 1, &n, &bad) ==
+               TR_OK && n == 3 && starts[0] == 0 && lengths[0] == 1,
+       "split by sizes counts every piece, and writes only the first max");
+    ok(tr_op_pieces(split, (struct tr_value[]){x, integer(1), integer(1)}, NULL, NULL, 0, &n, &bad) ==
+               TR_OK && n == 3,
+       "split by 1 along dim 1 of [5, 3] is 3 pieces");
+    sizes[2] = integer(3);
+    ok(tr_op_pieces(split, (struct tr_value[]){x, list, integer(0)}, starts, lengths, 8, &n, &bad) ==
+               TR_ERR_SHAPE && bad == 1 && strstr(tr_last_error(), "add up"),
+       "sizes that do not add up are refused: %s", tr_last_error());
+    ok(tr_op_pieces(split, (struct tr_value[]){x, integer(0), integer(0)}, starts, lengths, 8, &n,
+                    &bad) == TR_ERR_INVALID && bad == 1,
+       "a size of 0 of a dim of 5 is refused");
+    ok(tr_op_pieces(chunk, (struct tr_value[]){x, integer(0), integer(0)}, starts, lengths, 8, &n,
+                    &bad) == TR_ERR_INVALID,
+       "0 chunks are refused");
+    ok(tr_op_pieces(chunk, (struct tr_value[]){x, integer(2), integer(2)}, starts, lengths, 8, &n,
+                    &bad) == TR_ERR_INDEX && bad == 2,
+       "dim 2 of a matrix is refused");
+    ok(infer("split", (struct tr_value[]){x, integer(2)}, 2, out) == TR_OK,
+       "tr_op_infer checks split and gives no results");
+    ok(tr_op_pieces(tr_op_find("topk"), (struct tr_value[]){x}, starts, lengths, 8, &n, &bad) ==
+           TR_ERR_INVALID,
+       "tr_op_pieces of an op with fixed results is refused");
+}
+
 int main(void)
 {
     test_table();
+    test_pieces();
     test_promotion();
     test_shapes();
     test_views();
