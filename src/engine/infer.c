@@ -762,6 +762,8 @@ static tr_status rule_elementwise(const struct tr__op *op, const struct tr_value
         d = ARG(1)->dtype;
         break;
     default:
+        if (op->info.id == TR_OP_SQUARE && d == TR_DTYPE_BOOL)
+            d = TR_DTYPE_I64; /* PyTorch's pow(x, 2) */
         break;
     }
     *out = x;

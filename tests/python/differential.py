@@ -25,9 +25,11 @@ moments and determinism; sum, mean, softmax, matmul, norm and cumsum must give
 the same bits with --threads 1 and --threads 2.
 
 Checks are batched into few eval calls; a batch that fails is split until
-the failing checks are alone.  Ops without a kernel yet ("cannot run yet")
-are skipped.  Each failure prints the eval command that reproduces it (its
-inputs stay in WORKDIR/in).
+the failing checks are alone.  Nothing is skipped: an op without a kernel
+("cannot run yet") or without a check of its own counts as a failure, and
+so does a dtype that PyTorch takes for an op (probed on the peer) but
+`ops --json` does not list.  Each failure prints the eval command that
+reproduces it (its inputs stay in WORKDIR/in).
 
 Usage: differential.py TENSORRUN WORKDIR     (exit 0 when all agree)
 
@@ -651,6 +653,8 @@ def unary_ref(op, x, approximate="none"):
         if op == "square":
             return Close(x.dt, ref, 0)
         return Exact(x.dt, round_to(x.dt, ref), zero_sign=op in ("neg", "abs", "floor", "ceil", "round", "trunc"))
+    if op == "square" and x.dt == "bool":     # PyTorch's pow(x, 2): i64
+        return Exact("i64", a.astype(np.int64))
     f = {"neg": np.negative, "abs": np.abs, "square": lambda a: a * a, "floor": lambda a: a, "trunc": lambda a: a,
          "ceil": lambda a: a, "round": lambda a: a, "sign": np.sign,
          "relu": lambda a: np.maximum(a, np.zeros((), a.dtype))}[op]
@@ -2213,7 +2217,7 @@ def self_check():
     for d in tdt:
         x = gen(d, (4, 6), "mix")
         for op in ("neg", "abs", "square", "relu", "floor", "round", "exp", "sigmoid", "isnan", "logical_not"):
-            if d == "bool" and op in ("neg", "abs", "square", "relu", "floor", "round") or \
+            if d == "bool" and op in ("neg", "abs", "relu", "floor", "round") or \
                     d not in FLOATS and op in ("exp", "sigmoid"):   # PyTorch refuses; tensorrun gives f32
                 continue
             try:
@@ -2231,9 +2235,66 @@ def self_check():
             same_as_torch(reduce_ref(op, x, dim=1), t.values if op in ("max", "min") else t, f"{op}({d}, dim=1)")
 
 
+# ---------------------------------------------------------------- the peer's dtypes
+
+def _t(dt, shape=(3, 4)):
+    return torch.ones(shape, dtype=TORCH_DT[dt])
+
+
+_IDX = torch.zeros((3, 4), dtype=torch.int64)
+# op -> a call of PyTorch's op of the same meaning on tensors of one dtype
+PROBE = {
+    **{op: (lambda op: lambda t: getattr(torch, op)(t))(op) for op in UNARY
+       if op not in ("gelu", "silu", "softplus", "leaky_relu", "elu", "relu")},
+    "gelu": F.gelu, "silu": F.silu, "softplus": F.softplus, "leaky_relu": F.leaky_relu, "elu": F.elu,
+    "relu": torch.relu,
+    **{op: (lambda op: lambda t: getattr(torch, op)(t, t))(op) for op in BINARY},
+    "where": lambda t: torch.where(t != 0, t, t), "clamp": lambda t: torch.clamp(t, min=t),
+    **{op: (lambda op: lambda t: getattr(torch, op)(t))(op)
+       for op in ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "var", "std", "all", "any",
+                  "nansum", "nanmean", "count_nonzero", "median")},
+    "norm": lambda t: torch.linalg.vector_norm(t), "logsumexp": lambda t: torch.logsumexp(t, 0),
+    "quantile": lambda t: torch.quantile(t, 0.5), "cumsum": lambda t: torch.cumsum(t, 0),
+    "cumprod": lambda t: torch.cumprod(t, 0),
+    "matmul": lambda t: torch.matmul(t, t.T), "dot": lambda t: torch.dot(t[0], t[0]),
+    "outer": lambda t: torch.outer(t[0], t[0]), "tril": torch.tril, "triu": torch.triu,
+    "softmax": lambda t: torch.softmax(t, -1), "log_softmax": lambda t: torch.log_softmax(t, -1),
+    "layer_norm": lambda t: F.layer_norm(t, (4,)), "l2_normalize": lambda t: F.normalize(t),
+    "one_hot": lambda t: F.one_hot(t, 3),
+    "topk": lambda t: torch.topk(t, 1), "sort": torch.sort, "argsort": torch.argsort,
+    "gather": lambda t: torch.gather(t, 0, _IDX), "index_select": lambda t: torch.index_select(t, 0, _IDX[0]),
+    "take_along_dim": lambda t: torch.take_along_dim(t, _IDX, 0),
+    "concat": lambda t: torch.cat([t, t]), "stack": lambda t: torch.stack([t, t]),
+    "roll": lambda t: torch.roll(t, 1), "repeat": lambda t: t.repeat(2, 1),
+    "repeat_interleave": lambda t: torch.repeat_interleave(t, 2), "pad": lambda t: F.pad(t, (1, 1)),
+    "split": lambda t: torch.split(t, 2), "chunk": lambda t: torch.chunk(t, 2),
+    "flip": lambda t: torch.flip(t, [0]), "narrow": lambda t: torch.narrow(t, 0, 0, 1),
+    "movedim": lambda t: torch.movedim(t, 0, 1), "unflatten": lambda t: t.unflatten(1, (2, 2)),
+    "zeros_like": torch.zeros_like, "ones_like": torch.ones_like, "full_like": lambda t: torch.full_like(t, 1),
+}
+
+
+def peer_dtypes():
+    """Every dtype PyTorch takes for an op must be one `ops --json` lists: the differential
+    test would otherwise skip it silently."""
+    global checks
+    for op, call in sorted(PROBE.items()):
+        if op not in OPS or call is None:
+            continue
+        for dt in TORCH_DT:
+            try:
+                call(_t(dt))
+            except Exception:       # PyTorch does not take it (or has no CPU kernel for it)
+                continue
+            checks += 1
+            if dt not in dts(op):
+                failures.append(f"{op} {dt}: PyTorch takes it, `tensorrun ops --json` does not list it")
+
+
 # ---------------------------------------------------------------- main
 
 self_check()
+peer_dtypes()
 unary_cases()
 binary_cases()
 where_clamp_cases()
@@ -2261,4 +2322,4 @@ for op, labels in sorted(skipped.items()):
     print(f"SKIP: {op}: {len(labels)} checks ({'; '.join(sorted(labels)[:3])}{'; ...' if len(labels) > 3 else ''})"
           + (": cannot run yet" if "no differential check for this op" not in labels else ""))
 print(f"{checks} checks, {len(failures)} failed, {sum(len(v) for v in skipped.values())} skipped")
-sys.exit(1 if failures else 0)
+sys.exit(1 if failures or skipped else 0)
