@@ -222,3 +222,44 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     [[ "$stderr" == *"an empty tensor has no element to take the argmax of"* ]]
     run_tensorrun 3 eval 'x.u16()' -i x=x.npy
 }
+
+@test "Python's operators: // % & | ^ ~ with its precedence, on constants exactly" {
+    run_tensorrun 0 eval --print -- '-7 // 2'
+    [ "$output" = "-4" ]
+    run_tensorrun 0 eval --print -- '-7 % 2'
+    [ "$output" = "1" ]
+    run_tensorrun 0 eval '12 & 10 | 1 ^ 3' --print
+    [ "$output" = "10" ]
+    run_tensorrun 0 eval '~5' --print
+    [ "$output" = "-6" ]
+    run_tensorrun 0 eval 'sum((i > 1) & (i < 4))' -i i=i.npy --print
+    [ "$output" = "2" ]
+    run_tensorrun 0 eval 'sum(i // 4 + i % 4)' -i i=i.npy --print
+    [ "$output" = "7" ]
+    run_tensorrun 3 eval '7 // 0'
+    [[ "$stderr" == *"7 // 0: integer division by zero"* ]]
+    run_tensorrun 3 eval 'x & 1' -i x=x.npy
+    [[ "$stderr" == *"bitwise_and: does not take f32"* ]]
+    run_tensorrun 3 eval 'i & 2.5' -i i=i.npy
+    [[ "$stderr" == *"bitwise_and: takes integers and bool, not floats"* ]]
+}
+
+@test "x[idx] with an integer tensor is index_select; a boolean mask is refused with a hint" {
+    run_tensorrun 0 eval 'x[i[::-2] - 3]' -i x=x.npy -i i=i.npy -o r.npy
+    npy_is r.npy 'np.arange(12, dtype="<f4").reshape(3, 4)[[2, 0, -2]]'
+    run_tensorrun 3 eval 'x[x > 3]' -i x=x.npy
+    [[ "$stderr" == *"eval:1:5: error: a boolean mask cannot index"* ]]
+    [[ "$stderr" == *"hint: every shape is known before computing; keep the shape with where(mask, x, 0)"* ]]
+    run_tensorrun 1 eval 'x[i]' -i x=x.npy -i i=i.npy
+    [[ "$stderr" == *"index_select: index 3 is out of range for dimension 0 of size 3"* ]]
+}
+
+@test "method calls, keywords named like reserved words, and split's several values" {
+    run_tensorrun 0 eval 'x.T.sum(dim=0).nan_to_num(nan=0.0).max()' -i x=x.npy --print
+    [ "$output" = "38." ]
+    # PyTorch's count: 4 columns in 3 chunks are 2 chunks of ceil(4 / 3)
+    run_tensorrun 0 eval 'a, b = x.chunk(3, dim=1); r = b' -i x=x.npy -o r=r.npy
+    npy_is r.npy 'np.arange(12, dtype="<f4").reshape(3, 4)[:, 2:]'
+    run_tensorrun 3 eval 'a, b, c = x.chunk(3, dim=1)' -i x=x.npy
+    [[ "$stderr" == *"3 names for 2 values"* ]]
+}
