@@ -235,7 +235,7 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 0 eval 'sum((i > 1) & (i < 4))' -i i=i.npy --print
     [ "$output" = "2" ]
     run_tensorrun 0 eval 'sum(i // 4 + i % 4)' -i i=i.npy --print
-    [ "$output" = "7" ]
+    [ "$output" = "9" ]
     run_tensorrun 3 eval '7 // 0'
     [[ "$stderr" == *"7 // 0: integer division by zero"* ]]
     run_tensorrun 3 eval 'x & 1' -i x=x.npy
