@@ -431,6 +431,9 @@ static tr_status check_dtypes(const struct tr__op *op, const struct tr_value *ar
             if (item->kind == TR_VALUE_NONE)
                 continue;
             enum tr_dtype d = tr_value_dtype(item);
+            if (!takes(op->takes, d) && item->kind == TR_VALUE_FLOAT)
+                return fail(bad, i, TR_ERR_DTYPE, op->info.name,
+                            "does not take a float number (it takes %s)", op->info.dtypes);
             if (!takes(op->takes, d))
                 return fail(bad, i, TR_ERR_DTYPE, op->info.name,
                             "does not take %s (it takes %s)", tr_dtype_name(d), op->info.dtypes);
@@ -790,10 +793,6 @@ static tr_status rule_binary(const struct tr__op *op, const struct tr_value *arg
         d = floating(d);
     else if (op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL)
         d = TR_DTYPE_BOOL;
-    else if (tr_dtype_is_float(d) && op->takes == TR__TAKES_INTEGRAL)
-        return fail(bad, ARG(0)->kind == TR_VALUE_TENSOR && !ARG(0)->weak ? 1 : 0, TR_ERR_DTYPE,
-                    NAME, "takes integers and bool, not floats (a float number makes the "
-                          "result %s)", tr_dtype_name(d));
     else
         for (int i = 0; i < 2; i++)
             TR_FORWARD_IF_ERROR(check_fits(NAME, bad, i, ARG(i), d));

@@ -241,7 +241,7 @@ assert np.allclose(np.load("s.npy"), want, rtol=1e-6)'
     run_tensorrun 3 eval 'x & 1' -i x=x.npy
     [[ "$stderr" == *"bitwise_and: does not take f32"* ]]
     run_tensorrun 3 eval 'i & 2.5' -i i=i.npy
-    [[ "$stderr" == *"bitwise_and: takes integers and bool, not floats"* ]]
+    [[ "$stderr" == *"bitwise_and: does not take a float number (it takes bool and integers)"* ]]
 }
 
 @test "x[idx] with an integer tensor is index_select; a boolean mask is refused with a hint" {
