@@ -204,6 +204,9 @@ tr_status tr__kernel_select(const struct tr_op_info *info, const struct tr_arg *
     *kernel = b->kernels[info->id];
     if (*kernel)
         return TR_OK;
+    TR_RETURN_ERROR_IF(info->nresults == 0, TR_ERR_INVALID,
+                       "%s: gives as many results as pieces; cut x with tr_op_pieces and "
+                       "take each piece with narrow", info->name);
     TR_RETURN_ERROR_IF(!tr__backend_of(TR_DEV_CPU)->kernels[info->id], TR_ERR_STATE,
                        "%s: this op cannot run yet (its kernel is not written)", info->name);
     return tr__set_error(TR_ERR_DEVICE,

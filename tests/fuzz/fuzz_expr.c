@@ -113,7 +113,8 @@ static const char *operator_text(const char *op)
     static const char *const table[][2] = {
         {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}, {"pow", "**"},
         {"matmul", "@"}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="},
-        {"eq", "=="}, {"ne", "!="},
+        {"eq", "=="}, {"ne", "!="}, {"floor_divide", "//"}, {"remainder", "%"},
+        {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (strcmp(op, table[i][0]) == 0)
@@ -158,9 +159,9 @@ static void print_expr(struct out *o, const struct expr *e)
             put(o, "%s(", e->op);
             print_args(o, e);
             put(o, ")");
-        } else if (strcmp(e->op, "neg") == 0) {
+        } else if (strcmp(e->op, "neg") == 0 || strcmp(e->op, "bitwise_not") == 0) {
             check(e->nargs == 1);
-            put(o, "(-");
+            put(o, "(%c", e->op[0] == 'n' ? '-' : '~');
             print_expr(o, e->args[0].value);
             put(o, ")");
         } else {
@@ -231,7 +232,8 @@ static void check_expr(const struct expr *e, int line, int col_min, int col_max,
         check(a->line == line && a->col >= col_min && a->col <= col_max);
         check(!a->keyword || (e->kind == EXPR_CALL && !e->from_operator));
         if (a->keyword) {
-            check(expr_is_identifier(a->keyword));
+            /* reserved words may be keywords: nan_to_num(x, nan=0.0) */
+            check(expr_is_identifier(a->keyword) || expr_is_reserved(a->keyword));
             for (size_t j = 0; j < i; j++)
                 check(!e->args[j].keyword || strcmp(e->args[j].keyword, a->keyword) != 0);
         } else {
