@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu/einsum_impl.h"
 #include "cpu/matmul_impl.h"
 #include "kernels.h"
 #include "scratch_impl.h"
@@ -415,6 +416,20 @@ static tr_status dequantize(struct tally *t)
     return TR_OK;
 }
 
+/* tr__k_einsum: its steps replayed on the descriptions (cpu/einsum.c). */
+static tr_status einsum(struct tally *t)
+{
+    uint64_t peak, result;
+
+    TR_FORWARD_IF_ERROR(tr__einsum_memory(t->op, t->args, &t->results[0],
+                                          t->given && t->given[0], t->threads, &peak, &result));
+    t->result[0] = result;
+    t->live += result;
+    if (peak > t->peak)
+        t->peak = peak;
+    return TR_OK;
+}
+
 /* Every kernel of kernels.def, its declaration, and whether it makes its
  * result in a destination (tr_op_takes_dest). */
 static const struct {
@@ -437,6 +452,7 @@ static const struct {
     {tr__k_gather, indexed, false},        {tr__k_index_select, indexed, false},
     {tr__k_join, results_only, false},     {tr__k_quantize, quantize, false},
     {tr__k_dequantize, dequantize, false},
+    {tr__k_einsum, einsum, true},
 };
 
 static int declaration_of(const struct tr_op_info *info)
