@@ -1161,7 +1161,12 @@ tr_status tr__k_einsum(const struct tr__op *op, const struct tr_arg *args,
     TR_RETURN_ERROR_IF(!tr_dtype_is_integer(out->dtype) && !tr_dtype_is_float(out->dtype),
                        TR_ERR_DTYPE, "%s: does not take %s", op->info.name,
                        tr_dtype_name(out->dtype));
-    operand_values(&args[1].value, ops);
+    for (size_t k = 0; k < args[1].value.count && k < TR__EINSUM_MAX_OPERANDS; k++) {
+        const struct tr_arg *a = args[1].items ? &args[1].items[k] : NULL;
+        ops[k] = !a ? args[1].value.items[k] : a->tensor ? tr_value_of(a->tensor) : a->value;
+        if (ops[k].kind != TR_VALUE_TENSOR)
+            ops[k].ndim = 0;
+    }
     TR_FORWARD_IF_ERROR(tr__einsum_parse(op->info.name, args[0].value.string,
                                          (int)args[1].value.count, ops, &e, &bad));
     run_init(&r, op, &e, out);
