@@ -273,18 +273,39 @@ static const char *keyword_meant(const char *keyword, const char *const *params)
     return diag_suggest(keyword, names);
 }
 
+/* Binds e's arguments to op's parameters: from[i] is the argument of
+ * parameter i, or -1.  A last parameter of kind tensors reached by
+ * position takes the positional arguments from there on as its list
+ * (einsum('ij,jk', a, b), as PyTorch spells it), unless it is given one
+ * list written as such (einsum('ij,jk', [a, b])): *gathered is how many
+ * it took, else 0. */
 static bool bind_call(const struct expr *e, const struct tr_op_info *op, int *from,
-                    struct diag_list *d)
+                      int *gathered, struct diag_list *d)
 {
     bool given[TR_OP_MAX_PARAMS] = {false}, broken = false;
-    int positional = 0;
+    int positional = 0, last = op->nparams - 1;
     char hint[512];
 
+    *gathered = 0;
     for (int i = 0; i < TR_OP_MAX_PARAMS; i++)
         from[i] = -1;
     for (size_t a = 0; a < e->nargs; a++) {
         const struct expr_arg *arg = &e->args[a];
         int p = -1;
+        if (!arg->keyword && last >= 0 && op->params[last].kind == TR_PARAM_TENSORS &&
+            positional >= last) {
+            /* positional arguments come first: these run to the keywords */
+            size_t end = a;
+            while (end < e->nargs && !e->args[end].keyword)
+                end++;
+            positional += (int)(end - a);
+            if (end - a > 1 || arg->value->kind != EXPR_LIST)
+                *gathered = (int)(end - a);
+            given[last] = true;
+            from[last] = (int)a;
+            a = end - 1;
+            continue;
+        }
         if (!arg->keyword) {
             p = positional++;
             if (p >= op->nparams) {
@@ -439,7 +460,7 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
     const struct tr_op_info *op = tr_op_find(e->op);
     struct result args[TR_OP_MAX_PARAMS];
     struct tr_value metas[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
-    int from[TR_OP_MAX_PARAMS], bad = -1;
+    int from[TR_OP_MAX_PARAMS], bad = -1, gathered;
     bool depends = false, broken;
 
     if (!op && strcmp(e->op, "numel") == 0 && e->nargs == 1 && !e->args[0].keyword) {
@@ -472,11 +493,20 @@ static bool eval_call(struct eval *ev, const struct expr *e, struct result *resu
             diag_error(ev->d, e->line, e->col, "see 'tensorrun ops' for every op", "%s", message);
         return false;
     }
-    broken = !bind_call(e, op, from, ev->d);
+    broken = !bind_call(e, op, from, &gathered, ev->d);
     /* lower the arguments, reporting each one's errors */
     for (int i = 0; i < op->nparams; i++) {
         if (from[i] < 0) {
             args[i] = constant(op->params[i].default_value);
+        } else if (i == op->nparams - 1 && gathered) {
+            struct expr list = *e->args[from[i]].value;
+            list.kind = EXPR_LIST;
+            list.args = &e->args[from[i]];
+            list.nargs = (size_t)gathered;
+            args[i] = eval_list(ev, &list);
+            if (args[i].failed)
+                broken = true;
+            depends = depends || args[i].depends;
         } else {
             args[i] = eval(ev, e->args[from[i]].value);
             if (args[i].failed)

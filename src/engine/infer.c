@@ -5,6 +5,7 @@
  * checks that let a pipeline be refused before it runs.
  */
 #include "ops_impl.h"
+#include "cpu/einsum_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -1714,6 +1715,38 @@ tr_status tr_op_pieces(const struct tr_op_info *info, const struct tr_value *arg
     return s;
 }
 
+/* einsum: the result's letters' sizes (cpu/einsum.c reads the equation),
+ * the operands' dtypes promoted together. */
+static tr_status rule_einsum(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    const struct tr_value *list = ARG(1);
+    struct tr_value ops[TR__EINSUM_MAX_OPERANDS], acc;
+    int64_t shape[TR_MAX_DIMS];
+    struct tr__einsum e;
+    enum tr_dtype d;
+
+    memset(ops, 0, sizeof ops);
+    if (list->count > TR__EINSUM_MAX_OPERANDS)
+        return fail(bad, 1, TR_ERR_INVALID, NAME, "at most %d operands, not %zu",
+                    TR__EINSUM_MAX_OPERANDS, list->count);
+    for (size_t k = 0; k < list->count; k++)
+        ops[k] = as_tensor(&list->items[k]);
+    d = ops[0].dtype;
+    for (size_t k = 1; k < list->count; k++) {
+        acc = ops[0];
+        acc.dtype = d;
+        if (tr_promote(&acc, &ops[k], &d) != TR_OK)
+            return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    }
+    if (tr__einsum_parse(NAME, ARG(0)->string, (int)list->count, ops, &e, bad) != TR_OK)
+        return tr_last_status();
+    for (int i = 0; i < e.nout; i++)
+        shape[i] = e.size[e.out[i]];
+    set_tensor(out, d, e.nout, shape, ops[0].device);
+    return TR_OK;
+}
+
 tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg)
 {
@@ -1790,6 +1823,7 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_PAD: s = rule_pad(op, args, results, &bad); break;
         case TR__RULE_TAKE_ALONG_DIM: s = rule_take_along_dim(op, args, results, &bad); break;
         case TR__RULE_ONE_HOT: s = rule_one_hot(op, args, results, &bad); break;
+        case TR__RULE_EINSUM: s = rule_einsum(op, args, results, &bad); break;
         }
     }
     /* a result no tensor could have (a broadcast past int64 bytes) is an

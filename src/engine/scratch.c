@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "cpu/einsum_impl.h"
 #include "cpu/matmul_impl.h"
 #include "kernels.h"
 #include "scratch_impl.h"
@@ -477,6 +478,20 @@ static tr_status one_hot(struct tally *t)
     return TR_OK;
 }
 
+/* tr__k_einsum: its steps replayed on the descriptions (cpu/einsum.c). */
+static tr_status einsum(struct tally *t)
+{
+    uint64_t peak, result;
+
+    TR_FORWARD_IF_ERROR(tr__einsum_memory(t->op, t->args, &t->results[0],
+                                          t->given && t->given[0], t->threads, &peak, &result));
+    t->result[0] = result;
+    t->live += result;
+    if (peak > t->peak)
+        t->peak = peak;
+    return TR_OK;
+}
+
 /* Every kernel of kernels.def, its declaration, and whether it makes its
  * result in a destination (tr_op_takes_dest). */
 static const struct {
@@ -507,6 +522,7 @@ static const struct {
     {tr__k_repeat_interleave, results_only, false},
     {tr__k_pad, results_only, false},      {tr__k_take_along_dim, take_along, false},
     {tr__k_one_hot, one_hot, false},
+    {tr__k_einsum, einsum, true},
 };
 
 static int declaration_of(const struct tr_op_info *info)

@@ -2065,6 +2065,171 @@ def cast_cases():
              {f"r_{d}": Exact(d, convert(TV(src, xs.a.T[::-1]), d).a, zero_sign=True) for d in ("f32", "i32", "u8")})
 
 
+# ---------------------------------------------------------------- einsum
+
+def einsum_explicit(eq, shapes):
+    """eq with '...' written as letters and its output explicit (PyTorch's reading:
+    an ellipsis the output leaves out is summed, which NumPy refuses)."""
+    eq = eq.replace(" ", "")
+    inputs, arrow, output = eq.partition("->")
+    terms = inputs.split(",")
+    spare = [c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in eq]
+    width = max([len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes) if "..." in t] + [0])
+    ell = "".join(reversed(spare[:width]))
+    terms = [t.replace("...", ell[width - (len(s) - len(t.replace("...", ""))):]) for t, s in zip(terms, shapes)]
+    if not arrow:
+        letters = "".join(terms)
+        output = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return ",".join(terms) + "->" + output.replace("...", ell)
+
+
+def einsum_ref(eq, ops, P):
+    """np.einsum of the operands converted to P: integers exact (64-bit arithmetic
+    wraps, then narrowed to P, which keeps the sum modulo 2**bits), floats in float64
+    within (terms + 2 * operands) * eps * einsum(|operands|)."""
+    eq = einsum_explicit(eq, [o.a.shape for o in ops])
+    if P in INTS:
+        wide = np.uint64 if P in UNSIGNED else np.int64
+        vals = [conv(o, P).astype(wide) for o in ops]
+        return Exact(P, np.einsum(eq, *vals).astype(NP[P]))
+    vals = [convert(o, P).a.astype(np.float64) for o in ops]
+    ref = np.einsum(eq, *vals)
+    inputs, _, output = eq.partition("->")
+    sizes = {}
+    for term, v in zip(inputs.split(","), vals):
+        for c, n in zip(term, v.shape):
+            sizes[c] = max(sizes.get(c, 1), n)
+    terms = int(np.prod([n for c, n in sizes.items() if c not in output], dtype=np.int64))
+    tol = (terms + 2 * len(ops)) * acc(P) * np.abs(np.einsum(eq, *[np.abs(v) for v in vals]))
+    return Close(P, ref, tol)
+
+
+# (label, equation, operand shapes, the operands' expressions over x, y, z, the views they take)
+EINSUM_CASES = [
+    ("matrix product", "ij,jk->ik", [(3, 4), (4, 5)], None),
+    ("batched, b's rows transposed", "bik,bjk->bij", [(2, 3, 4), (2, 5, 4)], None),
+    ("batched", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], None),
+    ("right transposed", "ij,kj->ik", [(3, 4), (5, 4)], None),
+    ("outer", "i,j->ij", [(3,), (4,)], None),
+    ("dot", "i,i->", [(7,), (7,)], None),
+    ("trace", "ii->", [(4, 4)], None),
+    ("diagonal", "ii->i", [(4, 4)], None),
+    ("transpose", "ij->ji", [(3, 4)], None),
+    ("sum", "ij->", [(3, 4)], None),
+    ("sum of rows", "ij->j", [(3, 4)], None),
+    ("implicit", "ij,jk", [(3, 4), (4, 5)], None),
+    ("implicit sorted", "ba,cb", [(4, 3), (5, 4)], None),
+    ("implicit trace", "ii", [(4, 4)], None),
+    ("ellipsis, batch broadcast", "...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 6)], None),
+    ("implicit ellipsis", "...ij,...jk", [(2, 3, 4), (1, 4, 2)], None),
+    ("ellipsis summed", "...i->i", [(2, 3, 4)], None),
+    ("batched diagonals", "...ii->...i", [(2, 3, 3)], None),
+    ("three operands", "ij,jk,kl->il", [(3, 4), (4, 5), (5, 2)], None),
+    ("three operands, shared batch", "bij,bjk,bk->bi", [(2, 3, 4), (2, 4, 5), (2, 5)], None),
+    ("size-1 letter broadcast", "ij,jk->ik", [(3, 1), (4, 5)], None),
+    ("size-1 batch broadcast", "bij,bjk->bik", [(1, 3, 4), (2, 4, 5)], None),
+    ("scalars", ",->", [(), ()], None),
+    ("scalar and vector", "i,->i", [(5,), ()], None),
+    ("batch not first", "bij,bjk->ibk", [(2, 3, 4), (2, 4, 5)], None),
+    ("output transposed", "ij,jk->ki", [(3, 4), (4, 5)], None),
+    ("two inner letters in another order", "ijk,jil->kl", [(3, 4, 5), (4, 3, 2)], None),
+    ("elementwise", "ab,ab->ab", [(3, 4), (3, 4)], None),
+    ("elementwise broadcast, permuted", "ab,b->ba", [(3, 4), (4,)], None),
+    ("sum of products", "ij,ij->", [(3, 4), (3, 4)], None),
+    ("letters summed first", "ijk,kl->l", [(2, 3, 4), (4, 5)], None),
+    ("diagonal of a product operand", "iij,jk->ik", [(3, 3, 4), (4, 2)], None),
+    ("spaces and capitals", "A b , b C -> A C", [(3, 4), (4, 2)], None),
+    ("transposed operand", "ij,jk->ik", [(4, 3), (4, 5)], ["x.T", "y"]),
+    ("negative steps", "bik,bjk->bij", [(2, 6, 4), (2, 5, 4)], ["x[:, ::2]", "y[..., ::-1]"]),
+    ("reversed diagonal", "ii->i", [(4, 4)], ["x[::-1]"]),
+    ("strided sum", "ij->", [(6, 5)], ["x[::2, 1:]"]),
+    ("mT operand", "bij,bjk->bik", [(2, 3, 4), (2, 5, 4)], ["x", "y.mT"]),
+    ("rows that do not merge", "ijk,kl->ijl", [(4, 3, 2), (4, 5)], ["x.T", "y"]),
+    ("negative-step inner letters", "ij,ij->i", [(3, 8), (3, 4)], ["x[:, ::-2]", "y"]),
+    ("empty inner letter", "ij,jk->ik", [(3, 0), (0, 4)], None),
+    ("empty rows", "ij,jk->ik", [(0, 4), (4, 5)], None),
+    ("empty dot", "i,i->", [(0,), (0,)], None),
+    ("empty sum", "ij->i", [(3, 0)], None),
+    ("tiles", "bik,bjk->bij", [(2, 70, 33), (2, 600, 33)], None),
+]
+
+
+def einsum_cases():
+    names = ["x", "y", "z"]
+    for dt in dts("einsum"):
+        kind = "full" if dt in INTS else "small"
+        for label, eq, shapes, exprs in EINSUM_CASES:
+            if dt not in ("f32", "i32", "i64") and label in ("tiles",):
+                continue
+            ops = [gen(dt, s, kind, specials=False) for s in shapes]
+            exprs = exprs or names[:len(ops)]
+            views = []
+            for o, e in zip(ops, exprs):
+                a = o.a
+                v = {"x.T": lambda: a.T, "y.mT": lambda: np.swapaxes(a, -1, -2), "x[:, ::2]": lambda: a[:, ::2],
+                     "y[..., ::-1]": lambda: a[..., ::-1], "x[::-1]": lambda: a[::-1],
+                     "x[::2, 1:]": lambda: a[::2, 1:], "x[:, ::-2]": lambda: a[:, ::-2]}.get(e, lambda: a)()
+                views.append(TV(dt, v))
+            args = ", ".join(exprs)
+            inputs = dict(zip(names, ops))
+            one("einsum", f"{dt} {label} '{eq}'", inputs, f"einsum('{eq}', {args})", einsum_ref(eq, views, dt))
+        x, y = gen(dt, (3, 4), kind, specials=False), gen(dt, (4, 5), kind, specials=False)
+        one("einsum", f"{dt} a list of operands", {"x": x, "y": y}, "einsum('ij,jk->ik', [x, y])",
+            einsum_ref("ij,jk->ik", [x, y], dt))
+    if "f32" in dts("einsum"):
+        x, y = gen("f32", (3, 4)), gen("f32", (4, 2), specials=False)
+        x.a[1, 2] = np.nan
+        one("einsum", "f32 NaN", {"x": x, "y": y}, "einsum('ij,jk->ik', x, y)", einsum_ref("ij,jk->ik", [x, y], "f32"))
+        for d1, d2 in (("i8", "u8"), ("i32", "f32"), ("u8", "f16"), ("i64", "bf16"), ("u16", "u32"), ("f32", "f64")):
+            x = gen(d1, (3, 4), "full" if d1 in INTS else "small", specials=False)
+            y = gen(d2, (4, 5), "full" if d2 in INTS else "small", specials=False)
+            P = promote(d1, d2)
+            if P in FLOATS and (d1 in INTS or d2 in INTS):
+                x, y = gen(d1, (3, 4), "small", specials=False), gen(d2, (4, 5), "small", specials=False)
+            one("einsum", f"{d1} with {d2}", {"x": x, "y": y}, "einsum('ij,jk->ik', x, y)",
+                einsum_ref("ij,jk->ik", [x, y], P))
+        one("einsum", "a number operand", {"x": x}, "einsum('ij,->ij', x, 2)",
+            einsum_ref("ij,->ij", [x, TV(promote_weak(x.dt, 2), 2)], promote_weak(x.dt, 2)))
+        f = lambda *s: {n: gen("f32", sh) for n, sh in zip(names, s)}
+        for label, inputs, stmt in [
+                ("a '-' not in an arrow", f((3, 4), (4, 5)), "r = einsum('ij,jk-ik', x, y)"),
+                ("a lone '.'", f((3, 4)), "r = einsum('i.j->ij', x)"),
+                ("two ellipses", f((3, 4)), "r = einsum('...i...->i', x)"),
+                ("a digit", f((3, 4)), "r = einsum('i1->i', x)"),
+                ("two arrows", f((3, 4)), "r = einsum('ij->i->j', x)"),
+                ("more operands than terms", f((3, 4), (4, 5)), "r = einsum('ij->ij', x, y)"),
+                ("fewer operands than terms", f((3, 4)), "r = einsum('ij,jk->ik', x)"),
+                ("subscripts for more dimensions", f((3, 4)), "r = einsum('ijk->i', x)"),
+                ("subscripts for fewer dimensions", f((3, 4, 5)), "r = einsum('ij->i', x)"),
+                ("letter sizes differ", f((3, 4), (5, 6)), "r = einsum('ij,jk->ik', x, y)"),
+                ("a repeated letter's sizes differ", f((3, 4)), "r = einsum('ii->i', x)"),
+                ("ellipses that do not broadcast", f((2, 3), (4, 3)), "r = einsum('...i,...i->...', x, y)"),
+                ("output letter in no operand", f((3, 4)), "r = einsum('ij->k', x)"),
+                ("output letter twice", f((3, 4)), "r = einsum('ij->ii', x)"),
+                ("too many dimensions", f((1, 2, 1, 2, 1), (2, 1, 2, 1, 2)), "r = einsum('abcde,fghij->abcdefghij', x, y)"),
+                ("too many implicit dimensions", f((1, 2, 1, 2, 1), (2, 1, 2, 1, 2)), "r = einsum('abcde,fghij', x, y)"),
+                ("bool", {"x": gen("bool", (3, 3))}, "r = einsum('ij->ji', x)"),
+                ("not a string", f((3, 3)), "r = einsum(x, x)")]:
+            error_case("einsum", label, inputs, [stmt], (3,))
+    # the reference is PyTorch's einsum, where PyTorch takes the dtype
+    for dt in ("f32", "f64", "i32", "i64", "u8"):
+        for label, eq, shapes, exprs in EINSUM_CASES:
+            if exprs or label in ("tiles", "spaces and capitals") or 0 in [n for s in shapes for n in s]:
+                continue
+            ops = [gen(dt, s, "small", specials=False) for s in shapes]
+            try:
+                t = torch.einsum(eq, *[torch.from_numpy(np.array(o.a)) for o in ops])
+            except RuntimeError:     # PyTorch 1.13 sums an integer operand to i64 first, then
+                continue             # refuses the product of i64 and i32 ('ijk,kl->l')
+            got = {v: k for k, v in TORCH_DT.items()}[t.dtype]
+            # where PyTorch sums an integer letter before any product (a single operand, a
+            # size-1 letter) the result is its sum's i64; tensorrun keeps the operands' dtype
+            # throughout, as NumPy does and PyTorch does for products
+            assert got == dt or dt in INTS and got == "i64", f"torch.einsum('{eq}') of {dt}"
+            msg = einsum_ref(eq, ops, dt).check(dt, t.numpy().astype(NP[dt]))
+            assert msg is None, f"reference einsum('{eq}') of {dt} is not PyTorch's: {msg}"
+
+
 # ---------------------------------------------------------------- checks outside the batches
 
 def direct(args, label, op):
@@ -2091,7 +2256,8 @@ def thread_checks():
              ("norm", "na = norm(x)"), ("cumsum", "cs = cumsum(x, 0)"), ("cumsum", "cs1 = cumsum(x, -1)"),
              ("nansum", "ns = nansum(x, dim=0)"), ("nanmean", "nm = nanmean(x)"),
              ("cumprod", "cp = cumprod(x / 4, -1)"), ("tril", "tl = tril(x.mT, 3)"),
-             ("median", "md = median(x, 0)"), ("quantile", "qt = quantile(x, [0.1, 0.9], dim=1)")]
+             ("median", "md = median(x, 0)"), ("quantile", "qt = quantile(x, [0.1, 0.9], dim=1)"),
+             ("einsum", "es = einsum('ij,ik->jk', x, x)"), ("einsum", "et = einsum('ij->j', x)")]
     stmts = [(op, s) for op, s in stmts if op in OPS]
     refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
             "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
@@ -2100,7 +2266,8 @@ def thread_checks():
             "cp": reduce_ref("cumprod", TV("f32", x.a / 4), dim=-1),
             "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777),
             "tl": Exact("f32", np.tril(x.a.T, 3)), "md": median_ref(x, 0),
-            "qt": quantile_ref(x, [0.1, 0.9], 1)}
+            "qt": quantile_ref(x, [0.1, 0.9], 1),
+            "es": mm_ref("f32", x.a.T, x.a, 1000), "et": reduce_ref("sum", x, dim=0)}
     for name, dim in (("sm", -1), ("sm0", 0)):
         ref = torch.softmax(t64(v), dim).numpy()
         m = v.max(axis=dim, keepdims=True)
@@ -2310,6 +2477,7 @@ cast_cases()
 more_view_cases()
 like_cases()
 triangle_cases()
+einsum_cases()
 run_all(CASES)
 thread_checks()
 random_checks()

@@ -652,6 +652,32 @@ static void test_select(void)
     tr_release(index);
 }
 
+/* einsum's steps on every input: sums, permuted copies, products with
+ * and without an inner letter, into the result or a temporary, views
+ * BLAS takes and views it copies, mixed dtypes, three operands. */
+static void test_einsum(void)
+{
+    static const char *const one[] = {"ij->ji", "ij->", "ij->j", "ii->i", "...->"};
+    static const char *const two[] = {"ij,ij->ij", "ij,kj->ik", "ij,kj->ki", "ij,ik->jk",
+                                      "ij,ij->", "ij,ik->ji", "ij,j->i", "ij,->ij"};
+    struct tr_arg items[3];
+
+    for (int i = 0; i < ninputs; i++) {
+        struct tr_arg x = tensor_arg(inputs[i].t);
+        const char *what = inputs[i].what;
+        items[0] = items[1] = items[2] = x;
+        for (size_t e = 0; e < sizeof one / sizeof one[0]; e++)
+            check("einsum", (struct tr_arg[]){string_arg(one[e]), list_arg(items, 1)}, 2, what);
+        for (size_t e = 0; e < sizeof two / sizeof two[0]; e++)
+            check("einsum", (struct tr_arg[]){string_arg(two[e]), list_arg(items, 2)}, 2, what);
+        check("einsum", (struct tr_arg[]){string_arg("ij,kj,kl->il"), list_arg(items, 3)}, 2, what);
+        items[1] = tensor_arg(input_named("f16[5,6]"));
+        check("einsum", (struct tr_arg[]){string_arg("ij,kj->ik"), list_arg(items, 2)}, 2, what);
+        items[1] = tensor_arg(input_named("i32[5,6]"));
+        check("einsum", (struct tr_arg[]){string_arg("ij,ij->i"), list_arg(items, 2)}, 2, what);
+    }
+}
+
 /* A result whose memory the caller provides takes no block: the
  * declaration keeps only the operands' copies. */
 static void test_given(void)
@@ -721,6 +747,7 @@ int main(void)
     test_views_and_copies();
     test_linalg();
     test_select();
+    test_einsum();
     test_given();
     free_inputs();
     test_coverage();

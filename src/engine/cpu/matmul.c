@@ -102,13 +102,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool
     return false;
 }
 
-/*
- * Sets up operand o for t (a new handle of the argument, which o takes
- * over): converted to a compact copy of dtype compute when BLAS cannot
- * read it as it is; batch strides for the nb batch dimensions of the
- * result.
- */
-static tr_status prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
+tr_status tr__mm_prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
                          bool left, enum tr_dtype compute, int nb)
 {
     o->t = t;
@@ -179,9 +173,7 @@ static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,
                     (const double *)(const void *)pb, b->ld, 0.0, (double *)(void *)pc, ldc);
 }
 
-/* The product of a and b (prepared) into the compact result c, whose
- * first nb dimensions are the batch. */
-static tr_status multiply(const char *name, const struct tr__mm_operand *a,
+tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
                           enum tr_dtype compute)
 {
@@ -293,14 +285,14 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
         results[0] = c;
         return TR_OK;
     }
-    s = prepare(name, &a, ta, true, compute, nb);
+    s = tr__mm_prepare(name, &a, ta, true, compute, nb);
     if (s == TR_OK)
-        s = prepare(name, &b, tb, false, compute, nb);
+        s = tr__mm_prepare(name, &b, tb, false, compute, nb);
     else
         tr_release(tb);
     if (s == TR_OK) {
         c = tr__new_result(name, out, out->device, dest);
-        s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
+        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute) : tr_last_status();
     }
     tr_release(a.t);
     tr_release(b.t);
@@ -366,10 +358,7 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
 {
     enum tr_dtype compute = tr__compute_dtype(out->dtype);
     struct tr_tensor *a, *b, *col = NULL, *row = NULL, *c = NULL;
-    tr__block_fn fn = compute == TR_DTYPE_F32   ? mul_f32
-                      : compute == TR_DTYPE_F64 ? mul_f64
-                      : compute == TR_DTYPE_U64 ? mul_u64
-                                                : mul_i64;
+    tr__block_fn fn = tr__mm_mul_fn(compute);
     tr_status s = TR_OK;
 
     a = tr__operand(&args[0], out->dtype, compute);
@@ -398,4 +387,12 @@ tr_status tr__k_outer(const struct tr__op *op, const struct tr_arg *args,
     }
     results[0] = c;
     return TR_OK;
+}
+
+tr__block_fn tr__mm_mul_fn(enum tr_dtype compute)
+{
+    return compute == TR_DTYPE_F32   ? mul_f32
+           : compute == TR_DTYPE_F64 ? mul_f64
+           : compute == TR_DTYPE_U64 ? mul_u64
+                                     : mul_i64;
 }

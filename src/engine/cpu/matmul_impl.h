@@ -125,6 +125,25 @@ bool tr__mm_int_copies(const struct tr_value *v, bool left, enum tr_dtype result
 uint64_t tr__mm_int_tile_scratch(const struct tr_value *a, const struct tr_value *b,
                                  const struct tr_value *c, int nb, int threads);
 
+/* Sets up operand o for t (a new handle, which o takes over): converted
+ * to a compact copy of dtype compute when BLAS cannot read it as it is
+ * (tr__mm_copies says when; the copy replaces t, which is released);
+ * batch strides for the nb batch dimensions of the result.  The left
+ * operand is left, the right one not. */
+tr_status tr__mm_prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
+                         bool left, enum tr_dtype compute, int nb);
+/* The float product of a and b (prepared) into the compact result c (a
+ * tensor whose first nb dimensions are the batch, then rows and columns),
+ * through BLAS, in fixed tiles; the tile buffers (tr__mm_tile_scratch)
+ * when c is not of dtype compute.  Errors begin with name. */
+tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
+                          const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
+                          enum tr_dtype compute);
+/* The elementwise product of two blocks of dtype compute (f32, f64, i64
+ * or u64; integers wrap), for tr__map: outer's, and einsum's products
+ * without a summed letter. */
+tr__block_fn tr__mm_mul_fn(enum tr_dtype compute);
+
 /* The integer product of a and b (new handles, which it takes over) into
  * the compact result c of an integer dtype, whose first nb dimensions are
  * the batch (cpu/matmul_int.c). */
