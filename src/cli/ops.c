@@ -76,7 +76,9 @@ static void print_roff(void)
         }
         printf(".TP\n.B \"");
         roff_text(op->signature);
-        printf("\"%s\n", op->nresults > 1 ? "\n\\(-> two values" : "");
+        printf("\"%s\n", op->nresults > 2   ? "\n\\(-> three values"
+                          : op->nresults > 1 ? "\n\\(-> two values"
+                                             : "");
         roff_text(op->doc);
         printf(".\nTakes ");
         roff_text(op->dtypes);
@@ -170,9 +172,10 @@ int cmd_ops(int argc, char **argv)
             printf("%s%s:\n", group ? "\n" : "", op->group);
             group = op->group;
         }
-        printf("  %s%s\n      %s; takes %s\n", op->signature,
-               op->nresults > 1 ? (op->nresults == 2 ? " -> 2 values" : " -> values") : "",
-               op->doc, op->dtypes);
+        printf("  %s", op->signature);
+        if (op->nresults > 1)
+            printf(" -> %d values", op->nresults);
+        printf("\n      %s; takes %s\n", op->doc, op->dtypes);
     }
     return EXIT_OK;
 }
