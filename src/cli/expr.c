@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include "expr.h"
+#include "tensorrun_ops.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -150,7 +151,7 @@ static const char *opened_at(const struct token *open, char *buf, size_t size)
 /* ------------------------------------------------------------ words */
 
 enum word {
-    WORD_PLAIN, WORD_TRUE, WORD_FALSE, WORD_NONE, WORD_INF, WORD_NAN, WORD_DTYPE
+    WORD_PLAIN, WORD_TRUE, WORD_FALSE, WORD_NONE, WORD_INF, WORD_NAN, WORD_DTYPE, WORD_PACKED
 };
 
 /*
@@ -174,6 +175,8 @@ static enum word classify(const char *w, enum tr_dtype *dtype)
             return words[i].word;
     if (tr_dtype_parse(w, dtype ? dtype : &ignored) == TR_OK)
         return WORD_DTYPE;
+    if (tr_packed_dtype_word(w))
+        return WORD_PACKED; /* i4 u4: the quantise ops' packed dtypes */
     return WORD_PLAIN;
 }
 
@@ -759,6 +762,17 @@ static struct expr *parse_word(struct parser *p, const struct token *t, bool *ca
         e = node_new(p, EXPR_DTYPE, t);
         if (e)
             e->v.dtype = dtype;
+        return e;
+    case WORD_PACKED:
+        /* no tensor dtype: the string a qdtype parameter takes
+         * (tr_packed_dtype_word), refused by every other op */
+        e = node_new(p, EXPR_STRING, t);
+        if (e)
+            e->v.name = tok_strdup(p, t);
+        if (e && !e->v.name) {
+            free(e);
+            return NULL;
+        }
         return e;
     case WORD_PLAIN:
         break;
@@ -1380,7 +1394,7 @@ static bool parse_targets(struct parser *p, struct statement *s)
             return false;
         }
         if (tok_word(p, t, NULL) != WORD_PLAIN) {
-            fail(p, t, "reserved words: true false None inf nan and the dtype names",
+            fail(p, t, "reserved words: true false None inf nan, the dtype names, i4 and u4",
                  "cannot assign to reserved word '%.*s'", qlen(t), qtext(p, t));
             return false;
         }

@@ -100,7 +100,8 @@ struct statement *expr_parse_placed(const char *text, const struct diag_place *p
 void statement_free(struct statement *s);
 void expr_free(struct expr *e);
 
-/* Reserved words: true false None inf nan and the dtype names. */
+/* Reserved words: true false None inf nan, the dtype names, and i4 and u4
+ * (the quantise ops' packed dtypes, which are strings as values). */
 bool expr_is_reserved(const char *word);
 /* Whether word is an identifier ([A-Za-z_][A-Za-z0-9_]*) and not reserved. */
 bool expr_is_identifier(const char *word);

@@ -176,12 +176,12 @@ int cmd_ops(int argc, char **argv)
             printf("%s%s:\n", group ? "\n" : "", op->group);
             group = op->group;
         }
-        printf("  %s%s\n      %s; takes %s\n", op->signature,
-               op->nresults == 0  ? " -> as many values as pieces"
-               : op->nresults == 2 ? " -> 2 values"
-               : op->nresults > 2  ? " -> values"
-                                   : "",
-               op->doc, op->dtypes);
+        printf("  %s", op->signature);
+        if (op->nresults == 0)
+            printf(" -> as many values as pieces");
+        else if (op->nresults > 1)
+            printf(" -> %d values", op->nresults);
+        printf("\n      %s; takes %s\n", op->doc, op->dtypes);
     }
     return EXIT_OK;
 }

@@ -31,7 +31,7 @@
 #define PIPELINE_MAX_BYTES ((size_t)64 << 20)
 
 #define IDENT_HINT "names are letters, digits and '_', not starting with a digit, and not a " \
-                   "reserved word (true false None inf nan, dtype names)"
+                   "reserved word (true false None inf nan, dtype names, i4, u4)"
 
 struct ctx {
     struct pipeline *p;

@@ -373,6 +373,12 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
         case TR_PARAM_DTYPE_OR_NONE:
             okay = v->kind == TR_VALUE_DTYPE || v->kind == TR_VALUE_NONE;
             break;
+        case TR_PARAM_QDTYPE:
+        case TR_PARAM_QDTYPE_OR_NONE:
+            okay = v->kind == TR_VALUE_DTYPE ||
+                   (v->kind == TR_VALUE_STRING && tr_packed_dtype_word(v->string)) ||
+                   (v->kind == TR_VALUE_NONE && p->kind == TR_PARAM_QDTYPE_OR_NONE);
+            break;
         case TR_PARAM_STRING:
         case TR_PARAM_DEVICE:
             okay = v->kind == TR_VALUE_STRING;
@@ -394,6 +400,12 @@ static tr_status check_kinds(const struct tr__op *op, const struct tr_value *arg
                                 ? "a float (an integer is wanted: 7 / 2 is the float 3.5)"
                                 : "not an integer");
         }
+        if (!okay && (p->kind == TR_PARAM_DTYPE || p->kind == TR_PARAM_DTYPE_OR_NONE) &&
+            v->kind == TR_VALUE_STRING && tr_packed_dtype_word(v->string))
+            return fail(bad, i, TR_ERR_DTYPE, op->info.name,
+                        "%s is a packed dtype (two values a byte) that only quantize, "
+                        "quantize_affine and dequantize take; a tensor cannot have it",
+                        v->string);
         if (!okay) {
             static const char *const what[] = {
                 [TR_VALUE_NONE] = "None", [TR_VALUE_TENSOR] = "a tensor",
@@ -1175,49 +1187,144 @@ static tr_status rule_join(const struct tr__op *op, const struct tr_value *args,
     return TR_OK;
 }
 
-static tr_status rule_quantize(const struct tr__op *op, const struct tr_value *args,
-                               struct tr_value *results, int *bad)
+/* The shape of the scale for values of x's shape, split as dim (argument
+ * at) and group (at + 1) say: one value (0-d) without either; [n] along a
+ * dim of n (a 0-d x has one slice); x's shape with its last dimension
+ * divided by group. */
+static tr_status scale_shape(const struct tr__op *op, const struct tr_value *args, int at,
+                             const struct tr_value *x, int *bad, struct tr_value *scale)
 {
-    struct tr_value x = as_tensor(ARG(0));
+    const struct tr_value *dim = ARG(at), *group = ARG(at + 1);
+    int64_t shape[TR_MAX_DIMS];
     int d;
-    int64_t len;
 
-    if (ARG(1)->dtype != TR_DTYPE_I8)
-        return fail(bad, 1, TR_ERR_DTYPE, NAME, "quantizes to i8 (values -127..127), not %s",
-                    tr_dtype_name(ARG(1)->dtype));
-    results[0] = x;
-    results[0].weak = false;
-    results[0].dtype = TR_DTYPE_I8;
-    if (ARG(2)->kind == TR_VALUE_NONE) {
-        set_tensor(&results[1], TR_DTYPE_F32, 0, NULL, x.device);
+    if (dim->kind != TR_VALUE_NONE && group->kind != TR_VALUE_NONE)
+        return fail(bad, at + 1, TR_ERR_INVALID, NAME,
+                    "takes dim (a scale per slice) or group (a scale per group along the "
+                    "last dimension), not both");
+    if (group->kind != TR_VALUE_NONE) {
+        int64_t g = group->integer, last;
+        if (g < 1)
+            return fail(bad, at + 1, TR_ERR_INVALID, NAME, "group must be at least 1, not %lld",
+                        (long long)g);
+        if (x->ndim == 0)
+            return fail(bad, at + 1, TR_ERR_SHAPE, NAME,
+                        "group splits the last dimension, and the values are 0-d");
+        last = x->shape[x->ndim - 1];
+        if (last % g != 0)
+            return fail(bad, at + 1, TR_ERR_SHAPE, NAME,
+                        "group %lld does not divide the last dimension, of %lld", (long long)g,
+                        (long long)last);
+        memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+        shape[x->ndim - 1] = last / g;
+        set_tensor(scale, TR_DTYPE_F32, x->ndim, shape, x->device);
         return TR_OK;
     }
-    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d));
-    len = x.ndim ? x.shape[d] : 1;
-    set_tensor(&results[1], TR_DTYPE_F32, 1, &len, x.device);
+    if (dim->kind == TR_VALUE_NONE) {
+        set_tensor(scale, TR_DTYPE_F32, 0, NULL, x->device);
+        return TR_OK;
+    }
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, at, dim->integer, x->ndim, &d));
+    shape[0] = x->ndim ? x->shape[d] : 1;
+    set_tensor(scale, TR_DTYPE_F32, 1, shape, x->device);
     return TR_OK;
 }
 
+/* quantize -> q, scale and quantize_affine -> q, scale, zero_point: q of
+ * x's shape in the dtype asked for (u8 with the last dimension halved
+ * for i4 and u4), the scale f32 and the zero point u8 of scale_shape's
+ * shape. */
+static tr_status rule_quantize(const struct tr__op *op, const struct tr_value *args,
+                               struct tr_value *results, int *bad)
+{
+    bool affine = op->info.id == TR_OP_QUANTIZE_AFFINE;
+    struct tr_value x = as_tensor(ARG(0));
+    const char *word = ARG(1)->kind == TR_VALUE_STRING ? ARG(1)->string : NULL;
+    const char *asked = word ? word : tr_dtype_name(ARG(1)->dtype);
+    enum tr_dtype q = word ? TR_DTYPE_U8 : ARG(1)->dtype;
+    char s[160];
+
+    if (affine && (word ? strcmp(word, "u4") != 0 : q != TR_DTYPE_U8))
+        return fail(bad, 1, TR_ERR_DTYPE, NAME,
+                    "quantizes to u8 (values 0..255) or u4 (0..15, two a byte), not %s", asked);
+    if (!affine && (word ? strcmp(word, "i4") != 0 : q != TR_DTYPE_I8 && q != TR_DTYPE_I16))
+        return fail(bad, 1, TR_ERR_DTYPE, NAME,
+                    "quantizes to i8 (values -127..127), i16 (-32767..32767) or i4 (-7..7, two "
+                    "a byte), not %s",
+                    asked);
+    if (word && (x.ndim == 0 || x.shape[x.ndim - 1] % 2 != 0))
+        return fail(bad, 0, TR_ERR_SHAPE, NAME,
+                    "%s packs two values a byte along the last dimension, which must be even; "
+                    "x has shape %s",
+                    word, shape_text(&x, s, sizeof s));
+    TR_FORWARD_IF_ERROR(scale_shape(op, args, 2, &x, bad, &results[1]));
+    set_tensor(&results[0], q, x.ndim, x.shape, x.device);
+    if (word)
+        results[0].shape[x.ndim - 1] /= 2;
+    if (affine) {
+        results[2] = results[1];
+        results[2].dtype = TR_DTYPE_U8;
+    }
+    return TR_OK;
+}
+
+/* A scale or zero point (argument at) of dequantize: one value without dim
+ * and group, else exactly the shape scale_shape gives. */
+static tr_status check_scale(const struct tr__op *op, const struct tr_value *args, int at,
+                             const struct tr_value *want, int *bad)
+{
+    struct tr_value v = as_tensor(ARG(at));
+    const char *what = at == 1 ? "the scale" : "the zero point";
+    char s[160], t[160];
+    bool same = v.ndim == want->ndim;
+
+    if (ARG(3)->kind == TR_VALUE_NONE && ARG(4)->kind == TR_VALUE_NONE) {
+        if (numel(&v) != 1)
+            return fail(bad, at, TR_ERR_SHAPE, NAME,
+                        "without dim or group %s is one value, not %s", what,
+                        shape_text(&v, s, sizeof s));
+        return TR_OK;
+    }
+    for (int i = 0; same && i < v.ndim; i++)
+        same = v.shape[i] == want->shape[i];
+    if (!same)
+        return fail(bad, at, TR_ERR_SHAPE, NAME, "%s must have shape %s, not %s", what,
+                    shape_text(want, s, sizeof s), shape_text(&v, t, sizeof t));
+    return TR_OK;
+}
+
+/* dequantize: f32 values of q's shape, or with dtype i4 or u4 of a u8 q's
+ * shape with the last dimension doubled. */
 static tr_status rule_dequantize(const struct tr__op *op, const struct tr_value *args,
                                  struct tr_value *out, int *bad)
 {
-    struct tr_value q = as_tensor(ARG(0)), scale = as_tensor(ARG(1));
-    char s[160];
-    int d;
+    struct tr_value q = as_tensor(ARG(0)), want;
+    const char *word = ARG(5)->kind == TR_VALUE_STRING ? ARG(5)->string : NULL;
+    int64_t shape[TR_MAX_DIMS];
 
-    if (ARG(2)->kind == TR_VALUE_NONE) {
-        if (numel(&scale) != 1)
-            return fail(bad, 1, TR_ERR_SHAPE, NAME,
-                        "without dim the scale is one value, not %s", shape_text(&scale, s, sizeof s));
-    } else {
-        TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, q.ndim, &d));
-        if (scale.ndim != 1 || scale.shape[0] != (q.ndim ? q.shape[d] : 1))
-            return fail(bad, 1, TR_ERR_SHAPE, NAME, "the scale must have shape [%lld], not %s",
-                        (long long)(q.ndim ? q.shape[d] : 1), shape_text(&scale, s, sizeof s));
+    if (ARG(5)->kind == TR_VALUE_DTYPE)
+        return fail(bad, 5, TR_ERR_DTYPE, NAME,
+                    "dtype says how q holds its values: None (as its own dtype says), or i4 or "
+                    "u4 (two a byte in u8), not %s",
+                    tr_dtype_name(ARG(5)->dtype));
+    if (q.ndim > 0)
+        memcpy(shape, q.shape, (size_t)q.ndim * sizeof *shape);
+    if (word) {
+        if (q.dtype != TR_DTYPE_U8)
+            return fail(bad, 0, TR_ERR_DTYPE, NAME,
+                        "%s values come two a byte in a u8 tensor, not in %s", word,
+                        tr_dtype_name(q.dtype));
+        if (q.ndim == 0)
+            return fail(bad, 0, TR_ERR_SHAPE, NAME,
+                        "%s values are packed along the last dimension, and q is 0-d", word);
+        if (__builtin_mul_overflow(shape[q.ndim - 1], 2, &shape[q.ndim - 1]))
+            return fail(bad, 0, TR_ERR_SHAPE, NAME, "q's last dimension, doubled, passes int64");
     }
-    *out = q;
-    out->weak = false;
-    out->dtype = TR_DTYPE_F32;
+    set_tensor(out, TR_DTYPE_F32, q.ndim, shape, q.device);
+    TR_FORWARD_IF_ERROR(scale_shape(op, args, 3, out, bad, &want));
+    TR_FORWARD_IF_ERROR(check_scale(op, args, 1, &want, bad));
+    if (ARG(2)->kind != TR_VALUE_NONE)
+        TR_FORWARD_IF_ERROR(check_scale(op, args, 2, &want, bad));
     return TR_OK;
 }
 

@@ -31,6 +31,11 @@ const char *tr_param_kind_what(enum tr_param_kind kind)
     return (unsigned)kind < TR_PARAM_KIND_COUNT ? kind_whats[kind] : "?";
 }
 
+bool tr_packed_dtype_word(const char *word)
+{
+    return word && (strcmp(word, "i4") == 0 || strcmp(word, "u4") == 0);
+}
+
 /* The rows of ops.def, as written. */
 struct op_row {
     const char *name, *params, *doc;

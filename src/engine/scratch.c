@@ -407,22 +407,27 @@ static tr_status indexed(struct tally *t)
     return TR_OK;
 }
 
-/* quantize: both results, then a running maximum for every thread. */
+/* quantize and quantize_affine: the results (q, scale, and the zero
+ * point), then a running statistic (two f64) for every thread. */
 static tr_status quantize(struct tally *t)
 {
     results_only(t);
-    take(t, (uint64_t)t->threads * sizeof(double));
+    take(t, (uint64_t)t->threads * 2 * sizeof(double));
     return TR_OK;
 }
 
-/* dequantize: the scale as a compact f32 tensor, then the result. */
+/* dequantize: the scale as a compact f32 tensor and the zero point as a
+ * compact f64 one, then the result. */
 static tr_status dequantize(struct tally *t)
 {
     uint64_t scale = cast_bytes(&t->args[1], TR_DTYPE_F32, TR_DTYPE_F32);
+    uint64_t zero = is_none(&t->args[2]) ? 0 : cast_bytes(&t->args[2], TR_DTYPE_F64, TR_DTYPE_F64);
 
     take(t, scale);
+    take(t, zero);
     take_result(t, 0);
     drop(t, scale);
+    drop(t, zero);
     return TR_OK;
 }
 

@@ -71,6 +71,8 @@ struct tr_value {
     X(BOOL, "bool", "true or false")                                         \
     X(DTYPE, "dtype", "a dtype")                                             \
     X(DTYPE_OR_NONE, "dtype?", "a dtype or None")                            \
+    X(QDTYPE, "qdtype", "a dtype, i4 or u4")                                 \
+    X(QDTYPE_OR_NONE, "qdtype?", "a dtype, i4, u4 or None")                  \
     X(STRING, "string", "a string")                                          \
     X(DEVICE, "device", "a device: \"cpu\", \"cuda\" or \"cuda:N\"")
 
@@ -84,6 +86,17 @@ enum tr_param_kind {
 /* "int?" and "an integer or None" for TR_PARAM_INT_OR_NONE. */
 const char *tr_param_kind_word(enum tr_param_kind kind);
 const char *tr_param_kind_what(enum tr_param_kind kind);
+
+/*
+ * The packed 4-bit dtype words of the quantise ops: "i4" (two's
+ * complement nibbles) and "u4" (unsigned), two values a byte in a u8
+ * tensor, element 2k in the low nibble and 2k+1 in the high one.  They are
+ * not tensor dtypes (tr_dtype_parse refuses them; no tensor has them): a
+ * qdtype parameter (TR_PARAM_QDTYPE, the quantise ops' dtype) takes them
+ * as the strings "i4" and "u4", which the expression language spells as
+ * the reserved words i4 and u4.  Whether word is one of the two.
+ */
+bool tr_packed_dtype_word(const char *word);
 
 struct tr_param {
     const char *name;
@@ -126,7 +139,7 @@ enum tr_op_group {
 };
 
 #define TR_OP_MAX_PARAMS 6
-#define TR_OP_MAX_RESULTS 2
+#define TR_OP_MAX_RESULTS 3
 
 struct tr_op_info {
     enum tr_op_id id;

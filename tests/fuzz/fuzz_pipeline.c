@@ -753,6 +753,12 @@ static void argument(struct bytes *b, struct text *t, const struct names *ns,
     case TR_PARAM_DTYPE_OR_NONE:
         put(t, "%s", tr_dtype_name((enum tr_dtype)pick(b, TR_DTYPE_COUNT)));
         break;
+    case TR_PARAM_QDTYPE:
+    case TR_PARAM_QDTYPE_OR_NONE:
+        put(t, "%s", c & 8    ? (c & 16 ? "i4" : "u4")
+                     : c & 16 ? "None"
+                              : tr_dtype_name((enum tr_dtype)pick(b, TR_DTYPE_COUNT)));
+        break;
     case TR_PARAM_DEVICE:
         put(t, "%s", c & 8 ? "'cpu'" : c & 16 ? "'cuda:1'" : "'cuda'");
         break;

@@ -14,7 +14,8 @@ must wrap, integer matmul, dot and outer included (the exact sum of products
 modulo 2**bits, over random dtypes, shapes, batches and views); bool sorts
 false before true.
 
-Integer, bool, copy, view, cast and index results must match exactly.  Float
+Integer, bool, copy, view, cast and index results must match exactly, and so
+must quantisation (its reference repeats cpu/quantize.c's float32 arithmetic).  Float
 results must lie within a tolerance fitted to the dtype and the op: f32/f64
 elementwise about 8 ulp; f16/bf16 (computed in f32, then rounded) within 1
 ulp of the float64 result rounded through f32; sums within log2(n)*eps*sum|x|
@@ -1742,60 +1743,262 @@ def arrange_cases():
             error_case("one_hot", label, {"i": i, "f": f, "b": b}, [stmt], (code,))
 
 
-def quantize_ref(x, dim=None):
-    """q and scale as tensorrun-pipeline(5), OPS defines them: scale = max|x| / 127 rounded
-    once to f32, q = round_half_even(x / scale) clamped to +-127, 0 where scale is 0."""
-    v = x.a.astype(np.float64)
-    if dim is None:
-        scale = np.float32(np.max(np.abs(v)) / 127 if v.size else 0.0)
-        s_b = np.float64(scale)
-    else:
-        d = dim % v.ndim
-        other = tuple(i for i in range(v.ndim) if i != d)
-        scale = (np.max(np.abs(v), axis=other, initial=0.0) / 127).astype(np.float32)
-        shape = [1] * v.ndim
-        shape[d] = -1
-        s_b = scale.astype(np.float64).reshape(shape)
-    with np.errstate(all="ignore"):
-        t = np.where(s_b == 0, 0.0, v / np.where(s_b == 0, 1.0, s_b))
-    q = np.clip(np.rint(t), -127, 127)
-    tie = np.abs(np.abs(t - np.trunc(t)) - 0.5) < 1e-5   # near a tie, either neighbour will do
+# (qmax, affine, packed) of each dtype word of the quantise ops
+QDTYPES = {"i8": (127, False, False), "i16": (32767, False, False), "i4": (7, False, True),
+           "u8": (255, True, False), "u4": (15, True, True)}
+Q_STORED = {"i8": "i8", "i16": "i16", "i4": "u8", "u8": "u8", "u4": "u8"}
 
-    def qcheck(gdt, g):
-        msg = head(gdt, g, "i8", q.shape)
-        if msg:
-            return msg
-        gg = g.astype(np.float64)
-        bad = (gg != q) & ~(tie & (np.abs(gg - t) < 0.5 + 1e-5))
-        return first_bad(bad, gg, q) if bad.any() else None
-    return Custom("i8", qcheck), Exact("f32", np.asarray(scale, np.float32)), q, scale
+
+def q_scaled(v, dim, group):
+    """v (float64) arranged so that each scale's values lie along the last axes: (values, axes
+    to reduce, how to bring a statistic back to v's shape, the scale's shape)."""
+    if group:
+        g = v.reshape(v.shape[:-1] + (v.shape[-1] // group, group))
+        return g, (-1,), lambda s: np.repeat(s, group, axis=-1), v.shape[:-1] + (v.shape[-1] // group,)
+    if dim is None or v.ndim == 0:
+        shape = () if dim is None else (1,)
+        return v, tuple(range(v.ndim)), lambda s: np.broadcast_to(np.reshape(s, [1] * v.ndim), v.shape), shape
+    d = dim % v.ndim
+    other = tuple(i for i in range(v.ndim) if i != d)
+    keep = [-1 if i == d else 1 for i in range(v.ndim)]
+    return v, other, lambda s: np.broadcast_to(np.reshape(s, keep), v.shape), (v.shape[d],)
+
+
+def quant_ref(x, qd="i8", dim=None, group=None):
+    """quantize / quantize_affine as cpu/quantize.c computes them, bit for bit: x read as float64,
+    then float32 arithmetic (float64 for f64 x); the symmetric scale is max|x| / qmax in float64
+    rounded once to float32; the affine one (hi - lo) / qmax in the compute precision over
+    lo = min(x, 0), hi = max(x, 0); q = rint(x / scale) (+ zero point), half to even, clamped;
+    a NaN quotient counts 0, a zero scale gives q 0 and zero point 0.  Returns q (i4/u4 packed
+    into u8, element 2k in the low nibble), scale (f32) and the zero point (u8) or None."""
+    qmax, affine, packed = QDTYPES[qd]
+    ct = np.float64 if x.dt == "f64" else np.float32
+    v = x.a.astype(np.float64)
+    g, axes, back, sshape = q_scaled(v, dim, group)
+    zero = None
+    with np.errstate(all="ignore"):
+        if not affine:
+            m = np.max(np.abs(g), axis=axes, initial=0.0)
+            scale = (m / qmax).astype(np.float32)
+        else:
+            mn, mx = np.min(g, axis=axes, initial=np.inf), np.max(g, axis=axes, initial=-np.inf)
+            lo = np.where((mn < 0) | np.isnan(mn), mn, 0.0).astype(ct)
+            hi = np.where((mx > 0) | np.isnan(mx), mx, 0.0).astype(ct)
+            scale = ((hi - lo) / ct(qmax)).astype(np.float32)
+            z = np.where(scale == 0, ct(0), np.rint(-lo / scale.astype(ct)))
+            zero = np.clip(np.where(np.isnan(z), 0, z), 0, qmax).astype(np.uint8)
+        scale = scale.reshape(sshape)
+        s_b = back(scale).astype(ct)
+        r = np.rint(v.astype(ct) / s_b).astype(np.float64)
+        r = np.where(np.isnan(r), 0.0, r)
+        if affine:
+            zb = back(zero)
+            r = np.clip(r + zb, 0, qmax)
+        else:
+            r = np.clip(r, -qmax, qmax)
+        r = np.where(s_b == 0, 0.0, r).astype(np.int64)
+    if zero is not None:
+        zero = zero.reshape(sshape)
+    if packed:
+        n = (r & 15).astype(np.uint8)
+        r = n[..., 0::2] | (n[..., 1::2] << 4)
+    return r.astype(NP[Q_STORED[qd]]), scale, zero
+
+
+def dequant_ref(q, scale, zero=None, dim=None, group=None, packed=None):
+    """(q - zero) * scale in float64, rounded once to f32; q unpacked first for i4/u4."""
+    v = q.astype(np.float64)
+    if packed:
+        b = np.asarray(q, np.uint8).astype(np.int64)
+        n = np.stack([b & 15, b >> 4], axis=-1).reshape(b.shape[:-1] + (2 * b.shape[-1],))
+        v = np.where(n >= 8, n - 16, n) if packed == "i4" else n
+        v = v.astype(np.float64)
+    _, _, back, _ = q_scaled(v, dim, group)
+    s = back(np.asarray(scale, np.float64))
+    z = 0.0 if zero is None else back(np.asarray(zero, np.float64))
+    return ((v - z) * s).astype(np.float32)
+
+
+# views with an even last dimension, for i4 and u4
+Q_VIEWS = [
+    ("contiguous", (3, 4, 6), "x", lambda a: a),
+    ("T", (6, 4), "x.T", lambda a: a.T),
+    ("slice", (8, 7), "x[::2, 1:]", lambda a: a[::2, 1:]),
+    ("negstep", (4, 12), "x[::-1, ::-2]", lambda a: a[::-1, ::-2]),
+    ("empty", (0, 4), "x", lambda a: a),
+    ("0d", (), "x", lambda a: a),
+]
+
+
+def quantize_case(dt, qd, tag, shape, expr, fn, dim=None, group=None, kind="full", specials=False, zero_row=False):
+    op = "quantize_affine" if QDTYPES[qd][1] else "quantize"
+    x = gen(dt, shape, kind, specials=specials)
+    if zero_row and x.a.ndim and x.a.shape[0] > 1:
+        x.a[1] = 0                       # a zero slice: scale 0, q 0
+    q, scale, zero = quant_ref(x.view(fn), qd, dim, group)
+    outs = {"q": Exact(Q_STORED[qd], q), "s": Exact("f32", scale)}
+    targets = "q, s"
+    if zero is not None:
+        outs["z"] = Exact("u8", zero)
+        targets = "q, s, z"
+    case(op, f"{dt} {qd} {tag}{kw(dim=dim, group=group)}", {"x": x},
+         [f"{targets} = {op}({expr}, dtype={qd}{kw(dim=dim, group=group)})"], outs)
 
 
 def quantize_cases():
+    # every dtype the ops take, to every quantised dtype, whole, per slice and per group
+    for qd, (qmax, affine, packed) in QDTYPES.items():
+        op = "quantize_affine" if affine else "quantize"
+        for dt in dts(op):
+            for dim, group in ((None, None), (1, None), (None, 3), (-1, None)):
+                quantize_case(dt, qd, "contiguous", (3, 4, 6), "x", lambda a: a, dim, group, zero_row=dim == 1)
+        # views: transposed, sliced, negative steps, empty, 0-d
+        for dt in ("f32", "f64", "bf16", "i32"):
+            for tag, shape, expr, fn in Q_VIEWS:
+                for dim, group in ((None, None), (0, None), (-1, None), (None, 2)):
+                    if tag == "0d" and (packed or group):
+                        continue             # refused: below
+                    quantize_case(dt, qd, tag, shape, expr, fn, dim, group)
+        # NaN and infinities follow the documented rule; ties at x / scale = k + 0.5 go to even
+        quantize_case("f32", qd, "specials", (4, 8), "x", lambda a: a, None, None, kind="small", specials=True)
+        quantize_case("f32", qd, "specials", (4, 8), "x", lambda a: a, 0, None, kind="small", specials=True)
+        quantize_case("f64", qd, "ties", (4, 8), "x", lambda a: a, None, 2, kind="mix")
+        quantize_case("f32", qd, "ties", (4, 8), "x", lambda a: a, 1, None, kind="mix")
     for dt in dts("quantize"):
-        for tag, shape, expr, fn, dim in [("whole", (4, 6), "x", lambda a: a, None),
-                                          ("dim=0", (4, 6), "x", lambda a: a, 0),
-                                          ("dim=-1 strided", (6, 4), "x.T", lambda a: a.T, -1),
-                                          ("0d", (), "x", lambda a: a, None)]:
-            x = gen(dt, shape, "full", specials=False)
-            if tag == "dim=0" and x.a.size:
-                x.a[1] = 0                       # a zero slice: scale 0, q 0
-            qc, sc, q, scale = quantize_ref(x.view(fn), dim)
-            case("quantize", f"{dt} {tag}", {"x": x}, [f"q, s = quantize({expr}{kw(dim=dim)})"], {"q": qc, "s": sc})
-            if "dequantize" in OPS:
-                d = dim if dim is None else dim % max(q.ndim, 1)
-                sb = scale if dim is None else np.reshape(scale, [-1 if i == d else 1 for i in range(q.ndim)])
-                deq = (q.astype(np.float32) * np.asarray(sb, np.float32)).astype(np.float32)
-                qi, si = TV("i8", q.astype(np.int8)), TV("f32", scale)
-                case("dequantize", f"i8 {tag}", {"q": qi, "s": si}, [f"r = dequantize(q, s{kw(dim=dim)})"],
-                     {"r": Exact("f32", deq)})
-        zero = TV(dt, np.zeros((2, 3), NP[dt]))
+        zero = TV(dt, np.zeros((2, 4), NP[dt]))
         case("quantize", f"{dt} zeros", {"x": zero}, ["q, s = quantize(x)"],
-             {"q": Exact("i8", np.zeros((2, 3))), "s": Exact("f32", np.float32(0))})
+             {"q": Exact("i8", np.zeros((2, 4))), "s": Exact("f32", np.float32(0))})
+        case("quantize_affine", f"{dt} zeros", {"x": zero}, ["q, s, z = quantize_affine(x, dtype=u4)"],
+             {"q": Exact("u8", np.zeros((2, 2))), "s": Exact("f32", np.float32(0)), "z": Exact("u8", np.uint8(0))})
+
+    # dequantize: every dtype of q, exact; zero points, groups, packed bytes read through views
     for dt in dts("dequantize"):
         q, s = gen(dt, (3, 4), "small", specials=False), TV("f32", RNG.uniform(0.01, 2, 4))
-        ref = (fvals(q) * s.a.astype(np.float64)).astype(np.float32) if dt != "f64" else fvals(q) * s.a
-        one("dequantize", f"{dt} dim=1", {"q": q, "s": s}, "dequantize(q, s, dim=1)", close_rel("f32", ref, k=1))
+        one("dequantize", f"{dt} dim=1", {"q": q, "s": s}, "dequantize(q, s, dim=1)",
+            Exact("f32", dequant_ref(q.a, s.a, dim=1)))
+        z = TV("u8", RNG.integers(0, 256, (3, 2)))
+        sg = TV("f32", RNG.uniform(0.01, 2, (3, 2)))
+        one("dequantize", f"{dt} zero point, group=2", {"q": q, "s": sg, "z": z},
+            "dequantize(q, s, z, group=2)", Exact("f32", dequant_ref(q.a, sg.a, z.a, group=2)))
+    for word in ("i4", "u4"):
+        b = TV("u8", RNG.integers(0, 256, (6, 4), dtype=np.uint8))
+        for tag, expr, fn in (("contiguous", "q", lambda a: a), ("T", "q.T", lambda a: a.T),
+                              ("negstep", "q[::-1, ::-2]", lambda a: a[::-1, ::-2])):
+            qa = fn(b.a)
+            s0 = TV("f32", RNG.uniform(0.01, 2, qa.shape[0]))
+            one("dequantize", f"{word} {tag} dim=0", {"q": b, "s": s0},
+                f"dequantize({expr}, s, dim=0, dtype={word})",
+                Exact("f32", dequant_ref(qa, s0.a, dim=0, packed=word)))
+            sg = TV("f32", RNG.uniform(0.01, 2, (qa.shape[0], qa.shape[1] * 2 // 4)))
+            zg = TV("u8", RNG.integers(0, 16, sg.a.shape))
+            one("dequantize", f"{word} {tag} group=4", {"q": b, "s": sg, "z": zg},
+                f"dequantize({expr}, s, z, group=4, dtype={word})",
+                Exact("f32", dequant_ref(qa, sg.a, zg.a, group=4, packed=word)))
+        one("dequantize", f"{word} empty", {"q": TV("u8", np.zeros((0, 3), np.uint8))},
+            f"dequantize(q, 0.5, dtype={word})", Exact("f32", np.zeros((0, 6), np.float32)))
+
+    # the round trip: every value within half a scale step
+    for qd, (qmax, affine, packed) in QDTYPES.items():
+        op = "quantize_affine" if affine else "quantize"
+        for dim, group in ((None, None), (0, None), (None, 4)):
+            x = gen("f32", (6, 8), "full", specials=False)
+            if affine:
+                x.a[2] = np.abs(x.a[2]) + 1              # a slice of positives: zero point 0
+            q, scale, zero = quant_ref(x, qd, dim, group)
+            back = dequant_ref(q, scale, zero, dim, group, packed=qd if packed else None)
+            _, _, spread, _ = q_scaled(x.a.astype(np.float64), dim, group)
+            step = spread(np.asarray(scale, np.float64))
+            tol = step / 2 * (1 + 1e-5) + np.abs(x.a) * 2.0 ** -23
+
+            def within(gdt, g, x=x, tol=tol, back=back):
+                msg = head(gdt, g, "f32", x.a.shape) or Exact("f32", back).check(gdt, g)
+                if msg:
+                    return msg
+                bad = np.abs(g.astype(np.float64) - x.a) > tol
+                return first_bad(bad, g, x.a, tol) if bad.any() else None
+            targets = "q, s, z" if affine else "q, s"
+            zarg = ", z" if affine else ""
+            case("dequantize", f"round trip {qd}{kw(dim=dim, group=group)}", {"x": x},
+                 [f"{targets} = {op}(x, dtype={qd}{kw(dim=dim, group=group)})",
+                  f"r = dequantize(q, s{zarg}{kw(dim=dim, group=group)}{', dtype=' + qd if packed else ''})"],
+                 {"r": Custom("f32", within)})
+
+    # refusals (exit 3)
+    x = {"x": gen("f32", (2, 3))}
+    x4 = {"x": gen("f32", (2, 4))}
+    for op, label, stmt in [
+            ("quantize", "i4 of an odd last dimension", "q, s = quantize(x, dtype=i4)"),
+            ("quantize_affine", "u4 of an odd last dimension", "q, s, z = quantize_affine(x, dtype=u4)"),
+            ("quantize", "i4 of a 0-d tensor", "q, s = quantize(x[0, 0], dtype=i4)"),
+            ("quantize", "u4 is not symmetric", "q, s = quantize(x, dtype=u4)"),
+            ("quantize", "u8 is not symmetric", "q, s = quantize(x, dtype=u8)"),
+            ("quantize", "f16 is no quantised dtype", "q, s = quantize(x, dtype=f16)"),
+            ("quantize_affine", "i8 is not affine", "q, s, z = quantize_affine(x, dtype=i8)"),
+            ("quantize_affine", "i4 is not affine", "q, s, z = quantize_affine(x, dtype=i4)"),
+            ("quantize", "dim and group together", "q, s = quantize(x, dim=0, group=3)"),
+            ("quantize_affine", "dim and group together", "q, s, z = quantize_affine(x, dim=0, group=3)"),
+            ("quantize", "a group that does not divide the last dimension", "q, s = quantize(x, group=2)"),
+            ("quantize", "group 0", "q, s = quantize(x, group=0)"),
+            ("quantize", "group -3", "q, s = quantize(x, group=-3)"),
+            ("quantize", "a group of a 0-d tensor", "q, s = quantize(x[0, 0], group=1)"),
+            ("quantize", "dim out of range", "q, s = quantize(x, dim=2)"),
+            ("quantize", "a string for dtype", "q, s = quantize(x, dtype=\"int4\")"),
+            ("quantize_affine", "two names for three values", "q, s = quantize_affine(x)"),
+            ("quantize", "i4 as a variable", "i4 = x + 1"),
+            ("cast", "i4 is no tensor dtype", "r = cast(x, i4)"),
+            ("zeros", "u4 is no tensor dtype", "r = zeros([2], dtype=u4)")]:
+        error_case(op, label, x, [stmt], (3,))
+    for label, stmt in [
+            ("i4 needs u8 bytes", "r = dequantize(cast(x, i8), 1.0, dtype=i4)"),
+            ("dtype names i4, u4 or None", "r = dequantize(cast(x, u8), 1.0, dtype=u8)"),
+            ("i4 of a 0-d q", "r = dequantize(cast(x[0, 0], u8), 1.0, dtype=i4)"),
+            ("a scale of several values without dim or group", "r = dequantize(x, x[0])"),
+            ("a scale of the wrong length along dim", "r = dequantize(x, x[0], dim=0)"),
+            ("a group scale of the wrong shape", "r = dequantize(x, x[:, :3], group=2)"),
+            ("a zero point of the wrong shape", "r = dequantize(x, x[:, :2], x[:, :1], group=2)"),
+            ("dim and group together", "r = dequantize(x, x[:, :2], dim=0, group=2)"),
+            ("a group that does not divide the last dimension", "r = dequantize(x, x[:, :2], group=3)")]:
+        error_case("dequantize", label, x4, [stmt], (3,))
+    quantize_thread_checks()
+
+
+def quantize_thread_checks():
+    """Bitwise the same with --threads 1 and 2, and the reference's bits, on inputs large
+    enough for the threads."""
+    global checks
+    if ONLY and not ONLY & {"quantize", "quantize_affine", "dequantize"}:
+        return
+    x = TV("f32", (RNG.standard_normal((700, 778)) * 3).astype(np.float32))
+    x.a[5] = 0
+    path = input_file(x)
+    stmts = [("quantize", "q1, s1 = quantize(x)", {"q1": (lambda: quant_ref(x, "i8")[0]), "s1": (lambda: quant_ref(x, "i8")[1])}),
+             ("quantize", "q2, s2 = quantize(x.T, dtype=i16, dim=1)", {"q2": (lambda: quant_ref(x.view(lambda a: a.T), "i16", 1)[0])}),
+             ("quantize", "q3, s3 = quantize(x, dtype=i4, group=2)", {"q3": (lambda: quant_ref(x, "i4", None, 2)[0]), "s3": (lambda: quant_ref(x, "i4", None, 2)[1])}),
+             ("quantize_affine", "q4, s4, z4 = quantize_affine(x, dim=0)", {"q4": (lambda: quant_ref(x, "u8", 0)[0]), "z4": (lambda: quant_ref(x, "u8", 0)[2])}),
+             ("quantize_affine", "q5, s5, z5 = quantize_affine(x[::-1], dtype=u4)", {"q5": (lambda: quant_ref(x.view(lambda a: a[::-1]), "u4")[0])}),
+             ("dequantize", "d5 = dequantize(q5, s5, z5, dtype=u4)", {}),
+             ("dequantize", "d3 = dequantize(q3, s3, group=2, dtype=i4)", {})]
+    stmts = [t for t in stmts if t[0] in OPS]
+    names = [n for _, s, _ in stmts for n in s.split(" = ")[0].split(", ")]
+    outs = {}
+    for t in (1, 2):
+        args = ["eval", "; ".join(s for _, s, _ in stmts), "-i", f"x={path}"]
+        for n in names:
+            args += ["-o", f"{n}={os.path.join(WORK, 'out', f'qthreads{t}_{n}.npy')}"]
+        if not direct(args + ["--threads", str(t)], f"--threads {t}", "quantize"):
+            return
+        outs[t] = {n: np.load(os.path.join(WORK, "out", f"qthreads{t}_{n}.npy")) for n in names}
+    for op, s, refs in stmts:
+        for n in s.split(" = ")[0].split(", "):
+            checks += 1
+            a, b = outs[1][n], outs[2][n]
+            if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+                failures.append(f"{op} f32 [700, 778] `{s}`: {n} differs between --threads 1 and 2")
+            if n in refs:
+                checks += 1
+                want = refs[n]()
+                if want.shape != a.shape or want.tobytes() != np.ascontiguousarray(a, want.dtype).tobytes():
+                    failures.append(f"{op} f32 [700, 778] `{s}`: {n} is not the reference's")
 
 
 # ---------------------------------------------------------------- create, views, copies

@@ -624,6 +624,13 @@ static void test_select(void)
         check("index_select", (struct tr_arg[]){x, int_arg(-1), int_arg(0)}, 3, what);
         check("quantize", (struct tr_arg[]){x}, 1, what);
         check("quantize", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_I8), int_arg(0)}, 3, what);
+        check("quantize", (struct tr_arg[]){x, string_arg("i4")}, 2, what);
+        check("quantize", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_I16), none_arg(), int_arg(2)}, 4,
+              what);
+        check("quantize_affine", (struct tr_arg[]){x}, 1, what);
+        check("quantize_affine", (struct tr_arg[]){x, string_arg("u4"), int_arg(0)}, 3, what);
+        check("quantize_affine", (struct tr_arg[]){x, dtype_arg(TR_DTYPE_U8), none_arg(), int_arg(3)},
+              4, what);
         items[0] = x;
         items[1] = x;
         items[2] = tensor_arg(input_named("f16[5,6]"));
@@ -637,10 +644,31 @@ static void test_select(void)
         struct tr_tensor *scale = make(TR_DTYPE_F64, 1, (int64_t[]){5});
         struct tr_tensor *scale32 = make(TR_DTYPE_F32, 1, (int64_t[]){6});
         check("dequantize", (struct tr_arg[]){tensor_arg(q), float_arg(0.5)}, 2, "i8[5,6], 0.5");
-        check("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(scale), int_arg(0)}, 3,
+        check("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(scale), none_arg(), int_arg(0)}, 4,
               "i8[5,6], f64[5], dim 0");
-        check("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(scale32), int_arg(1)}, 3,
+        check("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(scale32), none_arg(), int_arg(1)}, 4,
               "i8[5,6], f32[6], dim 1");
+        {
+            struct tr_tensor *qt = tr_transpose(q, 0, 1); /* [6,5], strided */
+            struct tr_tensor *zero = make(TR_DTYPE_U8, 2, (int64_t[]){5, 3});
+            struct tr_tensor *gscale = make(TR_DTYPE_F32, 2, (int64_t[]){5, 3});
+            struct tr_tensor *packed = make(TR_DTYPE_U8, 2, (int64_t[]){5, 3});
+            check("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(gscale), tensor_arg(zero),
+                                                  none_arg(), int_arg(2)},
+                  5, "i8[5,6], f32[5,3], u8[5,3], group 2");
+            check("dequantize", (struct tr_arg[]){tensor_arg(qt), float_arg(0.5), int_arg(3)}, 3,
+                  "i8[6,5] strided, 0.5, 3");
+            check("dequantize", (struct tr_arg[]){tensor_arg(packed), tensor_arg(gscale), tensor_arg(zero),
+                                                  none_arg(), int_arg(2), string_arg("u4")},
+                  6, "u8[5,3] as u4, f32[5,3], u8[5,3], group 2");
+            check("dequantize", (struct tr_arg[]){tensor_arg(packed), tensor_arg(scale), none_arg(),
+                                                  int_arg(0), none_arg(), string_arg("i4")},
+                  6, "u8[5,3] as i4, f64[5], dim 0");
+            tr_release(packed);
+            tr_release(gscale);
+            tr_release(zero);
+            tr_release(qt);
+        }
         tr_release(scale32);
         tr_release(scale);
         tr_release(q);

@@ -535,8 +535,8 @@ static void test_quantize(void)
                values(r[1], (double[]){0, 0, 0}, 3),
            "an empty tensor per row: three scales of 0");
         back = r[0] ? run("dequantize", (struct tr_arg[]){tensor_arg(r[0]), tensor_arg(r[1]),
-                                                          int_arg(0)},
-                          3)
+                                                          none_arg(), int_arg(0)},
+                          4)
                     : NULL;
         ok(is(back, TR_DTYPE_F32, 2, (int64_t[]){3, 0}), "and back: empty");
         tr_release(back);
@@ -601,7 +601,8 @@ static void test_quantize_round_trip(void)
 
         run2("quantize", (struct tr_arg[]){tensor_arg(x), dtype_arg(TR_DTYPE_I8), dim}, 3, r);
         if (r[0])
-            back = run("dequantize", (struct tr_arg[]){tensor_arg(r[0]), tensor_arg(r[1]), dim}, 3);
+            back = run("dequantize",
+                       (struct tr_arg[]){tensor_arg(r[0]), tensor_arg(r[1]), none_arg(), dim}, 4);
         good = back && tr_tensor_numel(r[1]) == slices;
         for (int64_t s = 0; good && s < slices; s++) {
             /* the scale is max|x| / 127 of the slice */
@@ -629,7 +630,8 @@ static void test_quantize_round_trip(void)
     {
         struct tr_tensor *bad = tr_zeros(TR_DTYPE_F32, 1, (int64_t[]){3}, TR_CPU);
         struct tr_tensor *q = tr_zeros(TR_DTYPE_I8, 2, (int64_t[]){2, 4}, TR_CPU), *back;
-        back = run("dequantize", (struct tr_arg[]){tensor_arg(q), tensor_arg(bad), int_arg(1)}, 3);
+        back = run("dequantize",
+                   (struct tr_arg[]){tensor_arg(q), tensor_arg(bad), none_arg(), int_arg(1)}, 4);
         ok(!back && tr_last_status() == TR_ERR_SHAPE &&
                strncmp(tr_last_error(), "dequantize:", 11) == 0,
            "dequantize with a scale of the wrong length: %s", tr_last_error());
