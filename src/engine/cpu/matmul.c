@@ -102,13 +102,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool
     return false;
 }
 
-/*
- * Sets up operand o for t (a new handle of the argument, which o takes
- * over): converted to a compact copy of dtype compute when BLAS cannot
- * read it as it is; batch strides for the nb batch dimensions of the
- * result.
- */
-static tr_status prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
+tr_status tr__mm_prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
                          bool left, enum tr_dtype compute, int nb)
 {
     o->t = t;
@@ -179,11 +173,9 @@ static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,
                     (const double *)(const void *)pb, b->ld, 0.0, (double *)(void *)pc, ldc);
 }
 
-/* The product of a and b (prepared) into the compact result c, whose
- * first nb dimensions are the batch. */
-static tr_status multiply(const char *name, const struct tr__mm_operand *a,
+tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
-                          enum tr_dtype compute)
+                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx)
 {
     int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1;
     int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
@@ -233,6 +225,8 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
         if (direct) {
             gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item,
                  b->data + ob * item, dst, (int)n);
+            if (epilogue)
+                epilogue(ctx, batch, i0, j0, mi, nj, dst, n);
             continue;
         }
 #ifdef _OPENMP
@@ -242,6 +236,8 @@ static tr_status multiply(const char *name, const struct tr__mm_operand *a,
 #endif
         gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item, b->data + ob * item,
              buf, (int)nj);
+        if (epilogue)
+            epilogue(ctx, batch, i0, j0, mi, nj, buf, nj);
         for (int64_t i = 0; i < mi; i++) /* rounded once into f16 or bf16 */
             tr__cpu_cast_row(dst + i * n * out_item, out_item, c->dtype, buf + i * nj * item,
                              item, compute, nj);
@@ -293,14 +289,14 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
         results[0] = c;
         return TR_OK;
     }
-    s = prepare(name, &a, ta, true, compute, nb);
+    s = tr__mm_prepare(name, &a, ta, true, compute, nb);
     if (s == TR_OK)
-        s = prepare(name, &b, tb, false, compute, nb);
+        s = tr__mm_prepare(name, &b, tb, false, compute, nb);
     else
         tr_release(tb);
     if (s == TR_OK) {
         c = tr__new_result(name, out, out->device, dest);
-        s = c ? multiply(name, &a, &b, c, nb, compute) : tr_last_status();
+        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute, NULL, NULL) : tr_last_status();
     }
     tr_release(a.t);
     tr_release(b.t);
