@@ -1854,6 +1854,100 @@ static tr_status rule_einsum(const struct tr__op *op, const struct tr_value *arg
     return TR_OK;
 }
 
+static tr_status rule_cdist(const struct tr__op *op, const struct tr_value *args,
+                            struct tr_value *out, int *bad)
+{
+    struct tr_value a = as_tensor(ARG(0)), b = as_tensor(ARG(1)), ba, bb;
+    int64_t shape[TR_MAX_DIMS];
+    char sa[160], sb[160];
+    enum tr_dtype d;
+    double p;
+    int nb;
+
+    if (a.ndim < 2 || b.ndim < 2)
+        return fail(bad, a.ndim < 2 ? 0 : 1, TR_ERR_SHAPE, NAME,
+                    "needs tensors of at least 2 dimensions ([..., P, M] and [..., R, M]), not "
+                    "%s and %s", shape_text(&a, sa, sizeof sa), shape_text(&b, sb, sizeof sb));
+    if (tr_promote(&a, &b, &d) != TR_OK)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    if (a.shape[a.ndim - 1] != b.shape[b.ndim - 1])
+        return fail(bad, 1, TR_ERR_SHAPE, NAME,
+                    "%s and %s have rows of different lengths (%lld != %lld)",
+                    shape_text(&a, sa, sizeof sa), shape_text(&b, sb, sizeof sb),
+                    (long long)a.shape[a.ndim - 1], (long long)b.shape[b.ndim - 1]);
+    if (!ARG(2)->known)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "p must be a constant, known before the stage runs");
+    p = tr__number(ARG(2));
+    if (isnan(p) || p < 0)
+        return fail(bad, 2, TR_ERR_INVALID, NAME, "p must be a number >= 0 (inf included), not %g", p);
+    ba = a;
+    bb = b;
+    ba.ndim = a.ndim - 2;
+    bb.ndim = b.ndim - 2;
+    TR_FORWARD_IF_ERROR(broadcast(NAME, bad, 1, &ba, &bb, &nb, shape));
+    shape[nb] = a.shape[a.ndim - 2];
+    shape[nb + 1] = b.shape[b.ndim - 2];
+    set_tensor(out, d, nb + 2, shape, a.device);
+    return TR_OK;
+}
+
+static tr_status rule_cosine(const struct tr__op *op, const struct tr_value *args,
+                             struct tr_value *out, int *bad)
+{
+    struct tr_value a = as_tensor(ARG(0)), b = as_tensor(ARG(1));
+    int64_t shape[TR_MAX_DIMS];
+    enum tr_dtype dt;
+    int ndim, d;
+
+    if (tr_promote(&a, &b, &dt) != TR_OK)
+        return fail(bad, 1, TR_ERR_DTYPE, NAME, "%s", tr_last_error());
+    TR_FORWARD_IF_ERROR(broadcast(NAME, bad, 1, &a, &b, &ndim, shape));
+    TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, ndim, &d));
+    if (ndim > 0) {
+        memmove(shape + d, shape + d + 1, (size_t)(ndim - d - 1) * sizeof *shape);
+        ndim--;
+    }
+    set_tensor(out, floating(dt), ndim, shape, a.device);
+    return TR_OK;
+}
+
+static tr_status rule_cross_entropy(const struct tr__op *op, const struct tr_value *args,
+                                    struct tr_value *out, int *bad)
+{
+    struct tr_value x = as_tensor(ARG(0)), t = as_tensor(ARG(1)), want;
+    const char *how = ARG(3)->string;
+    char s[160], u[160], v[160];
+    int d = 0, n = 0;
+
+    if (x.ndim == 0)
+        return fail(bad, 0, TR_ERR_SHAPE, NAME, "logits must have a dimension of classes, not be a scalar");
+    if (!integer_index(&t))
+        return fail(bad, 1, TR_ERR_DTYPE, NAME,
+                    "the target must be class indices, a tensor of integers, not %s (class "
+                    "probabilities are not taken)", tr_dtype_name(t.dtype));
+    /* [C] logits: the classes are their one dimension, as in PyTorch,
+     * which 1 (the default) names too */
+    if (x.ndim == 1 && ARG(2)->integer == 1)
+        d = 0;
+    else
+        TR_FORWARD_IF_ERROR(normalize_dim(NAME, bad, 2, ARG(2)->integer, x.ndim, &d));
+    set_tensor(&want, t.dtype, 0, NULL, x.device);
+    for (int i = 0; i < x.ndim; i++)
+        if (i != d)
+            want.shape[n++] = x.shape[i];
+    want.ndim = n;
+    if (t.ndim != n || memcmp(t.shape, want.shape, (size_t)n * sizeof *t.shape) != 0)
+        return fail(bad, 1, TR_ERR_SHAPE, NAME,
+                    "the target must have the shape %s of logits %s without its dimension %d "
+                    "of classes, not %s", shape_text(&want, s, sizeof s),
+                    shape_text(&x, u, sizeof u), d, shape_text(&t, v, sizeof v));
+    if (strcmp(how, "mean") != 0 && strcmp(how, "sum") != 0 && strcmp(how, "none") != 0)
+        return fail(bad, 3, TR_ERR_INVALID, NAME,
+                    "reduction must be \"mean\", \"sum\" or \"none\", not \"%s\"", how);
+    set_tensor(out, x.dtype, strcmp(how, "none") == 0 ? n : 0, want.shape, x.device);
+    return TR_OK;
+}
+
 tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args,
                       struct tr_value *results, int *bad_arg)
 {
@@ -1931,6 +2025,9 @@ tr_status tr_op_infer(const struct tr_op_info *info, const struct tr_value *args
         case TR__RULE_TAKE_ALONG_DIM: s = rule_take_along_dim(op, args, results, &bad); break;
         case TR__RULE_ONE_HOT: s = rule_one_hot(op, args, results, &bad); break;
         case TR__RULE_EINSUM: s = rule_einsum(op, args, results, &bad); break;
+        case TR__RULE_CDIST: s = rule_cdist(op, args, results, &bad); break;
+        case TR__RULE_COSINE: s = rule_cosine(op, args, results, &bad); break;
+        case TR__RULE_CROSS_ENTROPY: s = rule_cross_entropy(op, args, results, &bad); break;
         }
     }
     /* a result no tensor could have (a broadcast past int64 bytes) is an

@@ -497,6 +497,56 @@ static tr_status einsum(struct tally *t)
     return TR_OK;
 }
 
+/* cdist through the product: matmul's copies of a and of b^T (a view of b
+ * with its last two dimensions swapped), the result, the squared norms,
+ * the tile buffers; directly: compact copies of the compute dtype, then
+ * the result. */
+static tr_status cdist(struct tally *t)
+{
+    const struct tr_value *a = &t->args[0], *b = &t->args[1], *c = &t->results[0];
+    enum tr_dtype compute = tr__compute_dtype(c->dtype);
+    double p = tr__number(&t->args[2]);
+    struct tr_value bt = *b;
+    int64_t strides[TR_MAX_DIMS];
+    int n = b->ndim;
+
+    if (!tr__cdist_product(a, b, p)) {
+        take(t, cast_bytes(a, compute, compute));
+        take(t, cast_bytes(b, compute, compute));
+        take_result(t, 0);
+        return TR_OK;
+    }
+    value_strides(b, strides);
+    memcpy(bt.strides, strides, sizeof bt.strides);
+    bt.shape[n - 2] = b->shape[n - 1];
+    bt.shape[n - 1] = b->shape[n - 2];
+    bt.strides[n - 2] = strides[n - 1];
+    bt.strides[n - 1] = strides[n - 2];
+    bt.strided = true;
+    take(t, tr__mm_copies(a, true, compute) ? bytes_of(a, compute) : 0);
+    take(t, tr__mm_copies(&bt, false, compute) ? bytes_of(b, compute) : 0);
+    take_result(t, 0);
+    take(t, tr__cdist_norms_bytes(a, b, c, p));
+    take(t, tr__mm_tile_scratch(a, &bt, c, c->ndim - 2, t->threads));
+    return TR_OK;
+}
+
+/* cross_entropy: the target as a compact i64 tensor, the result, the
+ * losses, log_softmax's line buffers. */
+static tr_status cross_entropy(struct tally *t)
+{
+    uint64_t index = cast_bytes(&t->args[1], TR_DTYPE_I64, TR_DTYPE_I64), losses, lines;
+
+    TR_FORWARD_IF_ERROR(tr__cross_entropy_scratch(t->op, &t->args[0], t->args[2].integer,
+                                                  t->args[3].string, t->results[0].dtype,
+                                                  t->threads, &losses, &lines));
+    take(t, index);
+    take_result(t, 0);
+    take(t, losses);
+    take(t, lines);
+    return TR_OK;
+}
+
 /* Every kernel of kernels.def, its declaration, and whether it makes its
  * result in a destination (tr_op_takes_dest). */
 static const struct {
@@ -528,6 +578,8 @@ static const struct {
     {tr__k_pad, results_only, false},      {tr__k_take_along_dim, take_along, false},
     {tr__k_one_hot, one_hot, false},
     {tr__k_einsum, einsum, true},
+    {tr__k_cdist, cdist, true},            {tr__k_cosine_similarity, results_only, true},
+    {tr__k_cross_entropy, cross_entropy, false},
 };
 
 static int declaration_of(const struct tr_op_info *info)

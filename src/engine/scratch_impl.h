@@ -67,4 +67,19 @@ uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int 
  * selects from (dim: an int, or None for all). */
 uint64_t tr__quantile_scratch(const struct tr_value *x, const struct tr_value *dim, int threads);
 
+/* distance.c: whether cdist of a and b with this p goes through the
+ * product (matmul's operands, tiles and tile buffers), and the bytes of
+ * the squared norms it then takes (0 for an empty result). */
+bool tr__cdist_product(const struct tr_value *a, const struct tr_value *b, double p);
+uint64_t tr__cdist_norms_bytes(const struct tr_value *a, const struct tr_value *b,
+                               const struct tr_value *c, double p);
+
+/* nn.c: the scratch of cross_entropy of logits x along dim with this
+ * reduction into a result of dtype y: the losses of the lines (0 when they
+ * go into the result), then the line buffers of log_softmax's passes
+ * (tr__nn_scratch); bytes before rounding. */
+tr_status tr__cross_entropy_scratch(const struct tr__op *op, const struct tr_value *x,
+                                    int64_t dim, const char *reduction, enum tr_dtype y,
+                                    int threads, uint64_t *losses, uint64_t *lines);
+
 #endif /* TR_SCRATCH_IMPL_H */

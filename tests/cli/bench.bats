@@ -52,6 +52,21 @@ print(int(x.astype("f8").sum()))' > want
     assert_output --regexp '^[0-9.]+ [0-9.]+ 2 [^ ]+$'
     run "$BENCH_BIN/bare_sgemm" 64
     assert_failure 2
+    run "$BENCH_BIN/bare_sgemm" 64 32 16 2
+    assert_success
+    assert_output --regexp '^[0-9.]+ [0-9.]+ 2 [^ ]+$'
+    run "$BENCH_BIN/bare_sgemm" 64 32 2
+    assert_failure 2
+}
+
+@test "cdist_bench.py prints its table, its target and its check at a tiny size" {
+    TMPDIR=$BATS_TEST_TMPDIR RUNS=1 TR_BENCH_SCALE=0.01 TR_BENCH_THREADS=2 \
+        run timeout 300 /usr/bin/python3 "${SCRIPT%/*}/cdist_bench.py" "$TENSORRUN" "$BENCH_BIN"
+    assert_success
+    assert_line --partial "medians of 1 interleaved rounds, cdist of [100, 256] and [32, 256]"
+    assert_line --partial "NumPy, norm expansion"
+    [ "$(grep -c -E '  (MET|NOT MET)$' <<< "$output")" -eq 1 ]
+    assert_line --regexp '^  check: tensorrun within [0-9.e-]+ of float64'
 }
 
 @test "peer_bench.py prints every job, target and check at a tiny size" {

@@ -306,7 +306,7 @@ stages:
     run_tensorrun 0 ops
     [[ "$output" == *"topk(x, k, dim=-1, largest=true, sorted=true) -> 2 values"* ]]
     run_tensorrun 0 ops --json
-    [ "${#lines[@]}" -eq 149 ]
+    [ "${#lines[@]}" -eq 152 ]
     "$PY" -c '
 import json, sys
 ops = [json.loads(l) for l in sys.argv[1].splitlines()]

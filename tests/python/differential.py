@@ -1406,6 +1406,193 @@ def neural_cases():
             one("l2_normalize", f"{dt} {tag}", inputs, expr, Close(rdt, ref, 8 * e * 8 * np.abs(ref)))
 
 
+# ---------------------------------------------------------------- distances
+
+def cdist_ref(dt, a, b, p):
+    """torch.cdist in float64 of a and b (NumPy arrays of dt's values), and its
+    tolerance: a p-norm of M terms, each a few roundings; p = 2 with more than 25
+    rows on a side goes through |a|^2 + |b|^2 - 2 a.b (PyTorch's rule too), whose
+    error in d^2 is about M eps (|a|^2 + |b|^2).  A NaN coordinate gives NaN for
+    every p (PyTorch's p = inf may skip it)."""
+    A, B = a.astype(np.float64), b.astype(np.float64)
+    ref = torch.cdist(t64(A), t64(B), p=p).numpy() if A.size and B.size else \
+        np.zeros(np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + (A.shape[-2], B.shape[-2]))
+    nan_a, nan_b = np.isnan(A).any(-1), np.isnan(B).any(-1)
+    ref = np.where(nan_a[..., :, None] | nan_b[..., None, :], np.nan, ref)
+    e, m = acc(dt), A.shape[-1]
+    if p == 2 and (A.shape[-2] > 25 or B.shape[-2] > 25):
+        na, nb = (A * A).sum(-1), (B * B).sum(-1)
+        err = (m + 8) * e * (na[..., :, None] + nb[..., None, :])
+        tol = np.minimum(np.sqrt(err), err / np.maximum(ref, 1e-300))
+    elif p == 0:
+        tol = 0.0
+    else:
+        tol = (m + 8) * e * np.abs(ref)
+    return Close(dt, ref, tol)
+
+
+def cosine_ref(rdt, a, b, dim, eps=1e-8):
+    """F.cosine_similarity in float64 (PyTorch 1.13: each norm clamped at eps on its
+    own); tensorrun computes in f64 too, so f64 results are near its bits."""
+    ref = F.cosine_similarity(t64(a), t64(b), dim=dim, eps=eps).numpy()
+    n = np.broadcast_shapes(np.shape(a), np.shape(b))
+    lg = math.log2(max(n[dim] if n else 1, 2))
+    return Close(rdt, ref, 16 * (lg + 1) * EPS["f64"])
+
+
+def distance_cases():
+    for dt in dts("cdist"):
+        g = lambda s: gen(dt, s, "small", specials=False)
+        shapes = [("direct", (5, 3), (4, 3), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("product", (40, 7), (30, 7), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("one side long", (3, 6), (31, 6), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("batched broadcast", (2, 1, 6, 4), (3, 30, 4), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("T", (3, 5), (4, 3), "cdist(x.T, y{})", lambda a, b: (a.T, b)),
+                  ("T product", (6, 33), (30, 6), "cdist(x.T, y{})", lambda a, b: (a.T, b)),
+                  ("negstep", (6, 8), (9, 4), "cdist(x[::-1, ::-2], y[::2]{})",
+                   lambda a, b: (a[::-1, ::-2], b[::2])),
+                  ("y.mT", (2, 27, 5), (2, 5, 28), "cdist(x, y.mT{})", lambda a, b: (a, np.swapaxes(b, 1, 2))),
+                  ("long rows", (3, 5000), (4, 5000), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("P=0", (0, 3), (40, 3), "cdist(x, y{})", lambda a, b: (a, b)),
+                  ("M=0", (3, 0), (30, 0), "cdist(x, y{})", lambda a, b: (a, b))]
+        for tag, sa, sb, expr, fn in shapes:
+            x, y = g(sa), g(sb)
+            va, vb = fn(x.a, y.a)
+            for p in (0, 1, 2, 3, math.inf, 0.5):
+                if tag in ("long rows", "T", "y.mT") and p in (0.5, 3):
+                    continue
+                if p == 0 and dt != "f64":
+                    # counts, from differences of values that are not all distinct
+                    pass
+                karg = "" if p == 2 else f", p={lit(float(p)) if p == math.inf else p}"
+                one("cdist", f"{dt} {tag} p={p}", {"x": x, "y": y}, expr.format(karg),
+                    cdist_ref(dt, va, vb, p))
+        x, y = g((4, 3)), g((30, 3))
+        x.a[1, 2], y.a[3, 0] = np.nan, np.nan
+        for p in (0, 1, 2, 3, math.inf):
+            karg = "" if p == 2 else f", p={lit(float(p)) if p == math.inf else p}"
+            one("cdist", f"{dt} NaN p={p}", {"x": x, "y": y}, f"cdist(x, y{karg})",
+                cdist_ref(dt, x.a, y.a, p))
+            one("cdist", f"{dt} NaN direct p={p}", {"x": x, "y": y}, f"cdist(x, y[:5]{karg})",
+                cdist_ref(dt, x.a, y.a[:5], p))
+        x = g((30, 4))
+        one("cdist", f"{dt} cdist(x, x) direct", {"x": x}, "cdist(x[:20], x[:20])", cdist_ref(dt, x.a[:20], x.a[:20], 2))
+    if "cdist" in OPS:
+        f = lambda s: gen("f32", s)
+        for tag, inputs, stmt in [("1-d", {"x": f((4,)), "y": f((3, 4))}, "r = cdist(x, y)"),
+                                  ("rows differ", {"x": f((4, 3)), "y": f((5, 4))}, "r = cdist(x, y)"),
+                                  ("batches differ", {"x": f((2, 4, 3)), "y": f((3, 5, 3))}, "r = cdist(x, y)"),
+                                  ("p < 0", {"x": f((4, 3)), "y": f((5, 3))}, "r = cdist(x, y, p=-1)"),
+                                  ("p NaN", {"x": f((4, 3)), "y": f((5, 3))}, "r = cdist(x, y, p=nan)"),
+                                  ("i32", {"x": gen("i32", (4, 3)), "y": gen("i32", (5, 3))}, "r = cdist(x, y)")]:
+            error_case("cdist", tag, inputs, [stmt], (3,))
+    for dt in dts("cosine_similarity"):
+        rdt = fdt(dt)
+        g = lambda s: gen(dt, s, "small", specials=False)
+        x, y = g((4, 5, 6)), g((4, 5, 6))
+        xb, yb = g((3, 1, 6)), g((4, 6))
+        xt, yt = g((6, 4)), g((4, 6))
+        z, z2 = g((4, 6)), g((4, 6))
+        z.a[1] = 0
+        for tag, inputs, expr, a, b, dim, eps in [
+                ("dim=-1", {"x": x, "y": y}, "cosine_similarity(x, y)", fvals(x), fvals(y), -1, 1e-8),
+                ("dim=0", {"x": x, "y": y}, "cosine_similarity(x, y, dim=0)", fvals(x), fvals(y), 0, 1e-8),
+                ("dim=1", {"x": x, "y": y}, "cosine_similarity(x, y, 1)", fvals(x), fvals(y), 1, 1e-8),
+                ("broadcast", {"x": xb, "y": yb}, "cosine_similarity(x, y)", fvals(xb), fvals(yb), -1, 1e-8),
+                ("broadcast dim=1", {"x": xb, "y": yb}, "cosine_similarity(x, y, dim=1)", fvals(xb), fvals(yb), 1, 1e-8),
+                ("T", {"x": xt, "y": yt}, "cosine_similarity(x.T, y)", fvals(xt).T, fvals(yt), -1, 1e-8),
+                ("negstep", {"x": xt, "y": yt}, "cosine_similarity(x[::-1], y.T, dim=0)", fvals(xt)[::-1], fvals(yt).T, 0, 1e-8),
+                ("zero rows", {"x": z, "y": z2}, "cosine_similarity(x, y)", fvals(z), fvals(z2), -1, 1e-8),
+                ("eps", {"x": z, "y": z2}, "cosine_similarity(x, y, eps=2.5)", fvals(z), fvals(z2), -1, 2.5),
+                ("0-d", {"x": g(()), "y": g(())}, "cosine_similarity(x, y)", None, None, -1, 1e-8),
+                ("empty", {"x": g((0, 3)), "y": g((0, 3))}, "cosine_similarity(x, y)", np.zeros((0, 3)), np.zeros((0, 3)), -1, 1e-8),
+                ("length 0", {"x": g((2, 0)), "y": g((2, 0))}, "cosine_similarity(x, y)", np.zeros((2, 0)), np.zeros((2, 0)), -1, 1e-8),
+                ("long", {"x": g((2, 9000)), "y": g((9000,))}, "cosine_similarity(x, y)", None, None, -1, 1e-8)]:
+            if a is None:
+                a, b = fvals(inputs["x"]), fvals(inputs["y"])
+            one("cosine_similarity", f"{dt} {tag}", inputs, expr, cosine_ref(rdt, a, b, dim, eps))
+        if dt in FLOATS:
+            w, w2 = g((3, 5)), g((3, 5))
+            w.a[0, 2], w.a[2, 4] = np.nan, np.inf
+            one("cosine_similarity", f"{dt} NaN", {"x": w, "y": w2}, "cosine_similarity(x[:2], y[:2])",
+                cosine_ref(rdt, fvals(w)[:2], fvals(w2)[:2], -1))
+    if "cosine_similarity" in OPS:
+        x = gen("f32", (4, 5))
+        for d1, d2 in (("f16", "f32"), ("i32", "f64"), ("u8", "bool")):
+            a, b = gen(d1, (3, 4), "small", specials=False), gen(d2, (4,), "small", specials=False)
+            one("cosine_similarity", f"{d1} with {d2}", {"x": a, "y": b}, "cosine_similarity(x, y)",
+                cosine_ref(fdt(promote(d1, d2)), fvals(a), fvals(b), -1))
+        for tag, inputs, stmt in [("shapes", {"x": x, "y": gen("f32", (3, 5))}, "r = cosine_similarity(x, y)"),
+                                  ("dim", {"x": x, "y": x}, "r = cosine_similarity(x, x, dim=2)"),
+                                  ("u64 with i64", {"x": gen("u64", (3,)), "y": gen("i64", (3,))},
+                                   "r = cosine_similarity(x, y)")]:
+            error_case("cosine_similarity", tag, inputs, [stmt], (3,))
+
+
+def cross_entropy_ref(dt, v, t, d, reduction):
+    """F.cross_entropy in float64 of logits v (classes on dimension d) and class
+    indices t; the tolerance: log_softmax's per line (the spread of the line and
+    log C), then the pairwise sum's."""
+    lt = torch.from_numpy(np.moveaxis(v, d, 1) if v.ndim > 1 else v.copy())
+    ref = F.cross_entropy(lt, torch.from_numpy(np.asarray(t, np.int64)), reduction=reduction).numpy()
+    line = F.cross_entropy(lt, torch.from_numpy(np.asarray(t, np.int64)), reduction="none").numpy()
+    e = acc(dt)
+    m = v.max(axis=d, keepdims=True) if v.shape[d] else v
+    spread = np.abs(v - m).max(axis=d) if v.size else np.zeros(line.shape)
+    per = 8 * e * (spread + math.log2(max(v.shape[d], 2)) + 1)
+    if reduction == "none":
+        return Close(dt, ref, per)
+    n = max(line.size, 1)
+    tol = per.sum() + (math.log2(n) + 1) * e * np.abs(line).sum()
+    return Close(dt, ref, tol / n if reduction == "mean" else tol)
+
+
+def cross_entropy_cases():
+    for dt in dts("cross_entropy"):
+        g = lambda s, k="small": gen(dt, s, k, specials=False)
+        x, t = g((6, 5)), TV("i64", RNG.integers(0, 5, 6))
+        x3, t3 = g((3, 4, 5)), TV("i32", RNG.integers(0, 4, (3, 5)))
+        xl, tl = g((4, 6, 5)), TV("u8", RNG.integers(0, 5, (4, 6)))
+        xt, tt = g((5, 8)), TV("i16", RNG.integers(0, 5, 16))
+        v1, t0 = g((7,)), TV("i64", np.array(3))
+        big = TV(dt, round_to(dt, RNG.standard_normal((4, 6)) * 1e4 if dt != "f16" else RNG.standard_normal((4, 6)) * 1e4 / 2))
+        tb = TV("i64", RNG.integers(0, 6, 4))
+        wide, tw = g((3, 5000)), TV("i64", RNG.integers(0, 5000, 3))
+        for red in ("mean", "sum", "none"):
+            rk = "" if red == "mean" else f", reduction={lit(red)}"
+            for tag, inputs, expr, v, tv, d in [
+                    ("[N, C]", {"x": x, "t": t}, f"cross_entropy(x, t{rk})", fvals(x), t.a, 1),
+                    ("[N, C, d]", {"x": x3, "t": t3}, f"cross_entropy(x, t{rk})", fvals(x3), t3.a, 1),
+                    ("dim=-1", {"x": xl, "t": tl}, f"cross_entropy(x, t, dim=-1{rk})", fvals(xl), tl.a, 2),
+                    ("dim=0", {"x": x, "t": TV("i64", RNG.integers(0, 6, 5))}, None, fvals(x), None, 0),
+                    ("strided", {"x": xt, "t": tt}, f"cross_entropy(x.T, t[::2]{rk})", fvals(xt).T, tt.a[::2], 1),
+                    ("[C], 0-d target", {"x": v1, "t": t0}, f"cross_entropy(x, t{rk})", fvals(v1), t0.a, 0),
+                    ("[C], constant target", {"x": v1}, f"cross_entropy(x, 2{rk})", fvals(v1), np.array(2), 0),
+                    ("large logits", {"x": big, "t": tb}, f"cross_entropy(x, t{rk})", fvals(big), tb.a, 1),
+                    ("long lines", {"x": wide, "t": tw}, f"cross_entropy(x, t{rk})", fvals(wide), tw.a, 1),
+                    ("empty", {"x": g((0, 4)), "t": TV("i64", np.zeros(0, np.int64))}, f"cross_entropy(x, t{rk})",
+                     np.zeros((0, 4)), np.zeros(0, np.int64), 1)]:
+                if expr is None:
+                    tv = inputs["t"].a
+                    expr = f"cross_entropy(x, t, dim=0{rk})"
+                one("cross_entropy", f"{dt} {tag} {red}", inputs, expr, cross_entropy_ref(dt, v, tv, d, red))
+    if "cross_entropy" in OPS:
+        x, t = gen("f32", (4, 3)), TV("i64", np.array([0, 2, 1, 1]))
+        for tag, inputs, stmt, code in [
+                ("target out of range", {"x": x, "t": TV("i64", np.array([0, 3, 1, 1]))}, "r = cross_entropy(x, t)", 1),
+                ("negative target", {"x": x, "t": TV("i64", np.array([0, -1, 1, 1]))}, "r = cross_entropy(x, t)", 1),
+                ("ignore_index -100 is not ignored", {"x": x, "t": TV("i64", np.array([0, -100, 1, 1]))},
+                 "r = cross_entropy(x, t)", 1),
+                ("float target", {"x": x, "t": gen("f32", (4, 3))}, "r = cross_entropy(x, t)", 3),
+                ("target shape", {"x": x, "t": TV("i64", np.array([0, 1, 2]))}, "r = cross_entropy(x, t)", 3),
+                ("target rank", {"x": x, "t": t}, "r = cross_entropy(x, t[None])", 3),
+                ("reduction", {"x": x, "t": t}, 'r = cross_entropy(x, t, reduction="avg")', 3),
+                ("dim", {"x": x, "t": t}, "r = cross_entropy(x, t, dim=2)", 3),
+                ("0-d logits", {"x": gen("f32", ())}, "r = cross_entropy(x, 0)", 3),
+                ("integer logits", {"x": gen("i32", (4, 3)), "t": t}, "r = cross_entropy(x, t)", 3)]:
+            error_case("cross_entropy", tag, inputs, [stmt], (code,))
+
+
 # ---------------------------------------------------------------- select
 
 def stable_order(a, axis, descending):
@@ -2460,7 +2647,12 @@ def thread_checks():
              ("nansum", "ns = nansum(x, dim=0)"), ("nanmean", "nm = nanmean(x)"),
              ("cumprod", "cp = cumprod(x / 4, -1)"), ("tril", "tl = tril(x.mT, 3)"),
              ("median", "md = median(x, 0)"), ("quantile", "qt = quantile(x, [0.1, 0.9], dim=1)"),
-             ("einsum", "es = einsum('ij,ik->jk', x, x)"), ("einsum", "et = einsum('ij->j', x)")]
+             ("einsum", "es = einsum('ij,ik->jk', x, x)"), ("einsum", "et = einsum('ij->j', x)"),
+             ("cdist", "cd = cdist(x[:300], x[300:700])"), ("cdist", "cd1 = cdist(x[:200, :500], x[200:300, :500], p=1)"),
+             ("cosine_similarity", "co = cosine_similarity(x[:500], x[500:])"),
+             ("cosine_similarity", "co0 = cosine_similarity(x, x[0], dim=0)"),
+             ("cross_entropy", "ce = cross_entropy(x, argmax(x[:, :7], 1))"),
+             ("cross_entropy", "cen = cross_entropy(x[:, :50].T, argmax(x[:, :50], 1), dim=0, reduction=\"none\")")]
     stmts = [(op, s) for op, s in stmts if op in OPS]
     refs = {"s": reduce_ref("sum", x), "s0": reduce_ref("sum", x, dim=0), "m": reduce_ref("mean", x, dim=1),
             "ma": reduce_ref("mean", x), "nr": reduce_ref("norm", x, dim=1), "na": reduce_ref("norm", x),
@@ -2470,7 +2662,11 @@ def thread_checks():
             "mm": mm_ref("f32", x.a.T, x.a, 1000), "mb": mm_ref("f32", x.a[:500], x.a[500:].T, 777),
             "tl": Exact("f32", np.tril(x.a.T, 3)), "md": median_ref(x, 0),
             "qt": quantile_ref(x, [0.1, 0.9], 1),
-            "es": mm_ref("f32", x.a.T, x.a, 1000), "et": reduce_ref("sum", x, dim=0)}
+            "es": mm_ref("f32", x.a.T, x.a, 1000), "et": reduce_ref("sum", x, dim=0),
+            "cd": cdist_ref("f32", x.a[:300], x.a[300:700], 2), "cd1": cdist_ref("f32", x.a[:200, :500], x.a[200:300, :500], 1),
+            "co": cosine_ref("f32", v[:500], v[500:], -1), "co0": cosine_ref("f32", v, v[0], 0),
+            "ce": cross_entropy_ref("f32", v, np.argmax(v[:, :7], 1), 1, "mean"),
+            "cen": cross_entropy_ref("f32", v[:, :50].T, np.argmax(v[:, :50], 1), 0, "none")}
     for name, dim in (("sm", -1), ("sm0", 0)):
         ref = torch.softmax(t64(v), dim).numpy()
         m = v.max(axis=dim, keepdims=True)
@@ -2681,6 +2877,8 @@ more_view_cases()
 like_cases()
 triangle_cases()
 einsum_cases()
+distance_cases()
+cross_entropy_cases()
 run_all(CASES)
 thread_checks()
 random_checks()

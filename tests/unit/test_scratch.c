@@ -376,6 +376,40 @@ static void test_neural(void)
           2, "f64[200,300].T, weight f32[200]");
     check("rms_norm", (struct tr_arg[]){tensor_arg(input_named("f32[6,5].T")), float_arg(2.0)}, 2,
           "f32[6,5].T, weight 2.0");
+    {
+        /* targets |i % 7 - 3| (0..3) for logits of 4 classes and more */
+        struct tr_tensor *i6 = make(TR_DTYPE_I64, 1, (int64_t[]){6});
+        struct tr_tensor *t6 = run("abs", (struct tr_arg[]){tensor_arg(i6)}, 1);
+        struct tr_tensor *i300 = make(TR_DTYPE_I32, 1, (int64_t[]){300});
+        struct tr_tensor *t300 = run("abs", (struct tr_arg[]){tensor_arg(i300)}, 1);
+        struct tr_tensor *t5 = tr_slice(t6, 0, 0, 5, 1);
+        static const char *const how[] = {"mean", "sum", "none"};
+        for (int k = 0; k < 3; k++) {
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("f32[6,5].T")),
+                                                     tensor_arg(t5), int_arg(1), string_arg(how[k])},
+                  4, "f32[6,5].T, i64[5]");
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("f16[5,6]")),
+                                                     tensor_arg(t6), int_arg(0), string_arg(how[k])},
+                  4, "f16[5,6], i64[6], dim=0");
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("f64[200,300].T")),
+                                                     tensor_arg(t300), int_arg(1), string_arg(how[k])},
+                  4, "f64[200,300].T, i32[300]");
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("f32[300,200]")),
+                                                     tensor_arg(t300), int_arg(-1), string_arg(how[k])},
+                  4, "f32[300,200], i32[300]");
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("f32[7]")), int_arg(3),
+                                                     int_arg(1), string_arg(how[k])},
+                  4, "f32[7], 3");
+            check("cross_entropy", (struct tr_arg[]){tensor_arg(input_named("bf16[5,6]")),
+                                                     tensor_arg(t5), int_arg(1), string_arg(how[k])},
+                  4, "bf16[5,6], i64[5]");
+        }
+        tr_release(t5);
+        tr_release(t300);
+        tr_release(i300);
+        tr_release(t6);
+        tr_release(i6);
+    }
     tr_release(w);
     tr_release(wide);
 }
@@ -596,6 +630,58 @@ static void test_arrange(struct tr_tensor *small_index, struct tr_tensor *list)
     tr_release(row);
 }
 
+/* cdist through the product (more than 25 rows a side; f16 results take
+ * tile buffers; a transposed b is read where it lies, a strided a is
+ * copied) and directly (p = 3, p = 2 with few rows, a batch), and
+ * cosine_similarity (broadcast, integers, a scalar), on sizes for the
+ * threads too. */
+static void test_distances(void)
+{
+    struct tr_tensor *a = make(TR_DTYPE_F32, 2, (int64_t[]){30, 6});
+    struct tr_tensor *b16 = make(TR_DTYPE_F16, 2, (int64_t[]){40, 6});
+    struct tr_tensor *b = make(TR_DTYPE_F64, 2, (int64_t[]){6, 40});
+    struct tr_tensor *bt = tr_transpose(b, 0, 1);              /* [40,6], strided */
+    struct tr_tensor *batch = make(TR_DTYPE_F32, 3, (int64_t[]){2, 5, 6});
+    struct tr_tensor *big = input_named("f32[300,200]"), *big16 = input_named("f16[300,200]");
+    struct tr_tensor *sliced = input_named("i32[5,12][:, ::2]");
+    struct tr_tensor *t6 = input_named("f32[6,5].T"), *f6 = input_named("f32[5,6]");
+    struct tr_tensor *few = tr_slice(big, 0, 0, 20, 1);
+    struct tr_tensor *sa = tr_slice(a, 1, 0, 6, 2); /* [30,3], strided */
+    struct tr_tensor *sb = tr_slice(b16, 1, 1, 6, 2); /* [40,3] */
+
+    check("cdist", (struct tr_arg[]){tensor_arg(a), tensor_arg(b16)}, 2, "f32[30,6], f16[40,6]");
+    check("cdist", (struct tr_arg[]){tensor_arg(b16), tensor_arg(b16)}, 2, "f16[40,6], f16[40,6]");
+    check("cdist", (struct tr_arg[]){tensor_arg(a), tensor_arg(bt)}, 2, "f32[30,6], f64[6,40].T");
+    check("cdist", (struct tr_arg[]){tensor_arg(sa), tensor_arg(sb)}, 2, "strided f32[30,3], f16[40,3]");
+    check("cdist", (struct tr_arg[]){tensor_arg(sa), tensor_arg(sb), float_arg(3)}, 3,
+          "strided f32[30,3], f16[40,3], p=3");
+    check("cdist", (struct tr_arg[]){tensor_arg(batch), tensor_arg(f6)}, 2, "f32[2,5,6], f32[5,6]");
+    check("cdist", (struct tr_arg[]){tensor_arg(batch), tensor_arg(t6), float_arg(INFINITY)}, 3,
+          "f32[2,5,6], f32[6,5].T, p=inf");
+    check("cdist", (struct tr_arg[]){tensor_arg(big), tensor_arg(big16)}, 2, "f32[300,200], f16[300,200]");
+    check("cdist", (struct tr_arg[]){tensor_arg(big), tensor_arg(few), float_arg(1)}, 3,
+          "f32[300,200], f32[20,200], p=1");
+    check("cdist", (struct tr_arg[]){tensor_arg(few), tensor_arg(few)}, 2, "f32[20,200], f32[20,200]");
+    check("cdist", (struct tr_arg[]){tensor_arg(input_named("f32[0,6]")), tensor_arg(b16)}, 2,
+          "f32[0,6], f16[40,6]");
+    check("cosine_similarity", (struct tr_arg[]){tensor_arg(f6), tensor_arg(t6)}, 2,
+          "f32[5,6], f32[6,5].T");
+    check("cosine_similarity", (struct tr_arg[]){tensor_arg(sliced), tensor_arg(f6), int_arg(0)}, 3,
+          "i32[5,12][:, ::2], f32[5,6], dim=0");
+    check("cosine_similarity", (struct tr_arg[]){tensor_arg(big16), tensor_arg(big)}, 2,
+          "f16[300,200], f32[300,200]");
+    check("cosine_similarity", (struct tr_arg[]){tensor_arg(batch), float_arg(2.0), int_arg(1)}, 3,
+          "f32[2,5,6], 2.0, dim=1");
+    tr_release(sb);
+    tr_release(sa);
+    tr_release(few);
+    tr_release(batch);
+    tr_release(bt);
+    tr_release(b);
+    tr_release(b16);
+    tr_release(a);
+}
+
 static void test_select(void)
 {
     struct tr_tensor *index = make(TR_DTYPE_I64, 2, (int64_t[]){5, 6});
@@ -774,6 +860,7 @@ int main(void)
     test_create();
     test_views_and_copies();
     test_linalg();
+    test_distances();
     test_select();
     test_einsum();
     test_given();

@@ -175,7 +175,7 @@ static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,
 
 tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
-                          enum tr_dtype compute)
+                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx)
 {
     int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1;
     int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
@@ -225,6 +225,8 @@ tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
         if (direct) {
             gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item,
                  b->data + ob * item, dst, (int)n);
+            if (epilogue)
+                epilogue(ctx, batch, i0, j0, mi, nj, dst, n);
             continue;
         }
 #ifdef _OPENMP
@@ -234,6 +236,8 @@ tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
 #endif
         gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item, b->data + ob * item,
              buf, (int)nj);
+        if (epilogue)
+            epilogue(ctx, batch, i0, j0, mi, nj, buf, nj);
         for (int64_t i = 0; i < mi; i++) /* rounded once into f16 or bf16 */
             tr__cpu_cast_row(dst + i * n * out_item, out_item, c->dtype, buf + i * nj * item,
                              item, compute, nj);
@@ -292,7 +296,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
         tr_release(tb);
     if (s == TR_OK) {
         c = tr__new_result(name, out, out->device, dest);
-        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute) : tr_last_status();
+        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute, NULL, NULL) : tr_last_status();
     }
     tr_release(a.t);
     tr_release(b.t);

@@ -125,20 +125,31 @@ bool tr__mm_int_copies(const struct tr_value *v, bool left, enum tr_dtype result
 uint64_t tr__mm_int_tile_scratch(const struct tr_value *a, const struct tr_value *b,
                                  const struct tr_value *c, int nb, int threads);
 
-/* Sets up operand o for t (a new handle, which o takes over): converted
- * to a compact copy of dtype compute when BLAS cannot read it as it is
- * (tr__mm_copies says when; the copy replaces t, which is released);
- * batch strides for the nb batch dimensions of the result.  The left
- * operand is left, the right one not. */
+/* Sets up operand o for t (a new handle of the argument, which o takes
+ * over, even on failure): converted to a compact copy of dtype compute
+ * when BLAS cannot read it as it is; batch strides for the nb batch
+ * dimensions of the result.  left: a 1-d t is a row, else a column. */
 tr_status tr__mm_prepare(const char *name, struct tr__mm_operand *o, struct tr_tensor *t,
                          bool left, enum tr_dtype compute, int nb);
-/* The float product of a and b (prepared) into the compact result c (a
- * tensor whose first nb dimensions are the batch, then rows and columns),
- * through BLAS, in fixed tiles; the tile buffers (tr__mm_tile_scratch)
- * when c is not of dtype compute.  Errors begin with name. */
+
+/* Called on the thread that computed it with each output tile of a float
+ * product, before it is rounded into the result: rows i0 .. i0 + mi - 1
+ * and columns j0 .. j0 + nj - 1 of batch number `batch`, in the compute
+ * dtype at tile, ld values from one row to the next; it may rewrite them
+ * (cdist turns products into distances there, while the tile is in the
+ * cache). */
+typedef void (*tr__mm_epilogue)(void *ctx, int64_t batch, int64_t i0, int64_t j0, int64_t mi,
+                                int64_t nj, char *tile, int64_t ld);
+
+/* The float product of a and b (prepared, of dtype compute) into the
+ * compact result c, whose first nb dimensions are the batch: tiles of
+ * fixed sizes, one gemm call each, shared out over the threads; the
+ * epilogue (or NULL) runs on each tile.  An empty inner dimension gives
+ * zeros without calling it.  Its tile buffers are tr__mm_tile_scratch. */
 tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
-                          enum tr_dtype compute);
+                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx);
+
 /* The elementwise product of two blocks of dtype compute (f32, f64, i64
  * or u64; integers wrap), for tr__map: outer's, and einsum's products
  * without a summed letter. */

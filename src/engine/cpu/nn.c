@@ -45,7 +45,7 @@
 #define TILE_LEN 8192
 #define TILE_PITCH(len) ((len) + 16)
 
-enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM };
+enum kind { K_SOFTMAX, K_LOG_SOFTMAX, K_L2_NORMALIZE, K_LAYER_NORM, K_RMS_NORM, K_CROSS_ENTROPY };
 
 struct job {
     enum kind kind;
@@ -68,6 +68,8 @@ struct job {
     int64_t line_bytes;      /* a line of y */
     int64_t stage_lines;     /* lines of y a thread's stage holds */
     const struct tr__source *src; /* not NULL: x's values come from it */
+    const int64_t *target;   /* cross_entropy: each line's class, in [0, len) */
+    char *loss;              /* cross_entropy: each line's loss (compute dtype) */
 };
 
 /* A thread's buffers. */
@@ -195,6 +197,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                 switch (j->kind) {                                           \
                 case K_SOFTMAX:                                              \
                 case K_LOG_SOFTMAX:                                          \
+                case K_CROSS_ENTROPY:                                        \
                     if (pass == 0) {                                         \
                         T bm = max_##SUF(v, n);                              \
                         m = b == 0 || bm != bm || (m == m && bm > m) ? bm : m; \
@@ -222,6 +225,7 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
             switch (j->kind) {                                               \
             case K_SOFTMAX:                                                  \
             case K_LOG_SOFTMAX:                                              \
+            case K_CROSS_ENTROPY:                                            \
                 if (pass == 1) {                                             \
                     s = sum_##SUF(sums, nb, 0);                              \
                     inv = (T)1 / s;                                          \
@@ -248,6 +252,14 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
             if (j->kind == K_L2_NORMALIZE || j->kind == K_RMS_NORM)          \
                 break; /* one pass is enough */                              \
         }                                                                    \
+        if (j->kind == K_CROSS_ENTROPY) {                                    \
+            /* -log_softmax at the target, log_softmax's very operations */  \
+            T xt;                                                            \
+            tr__cpu_cast_row((char *)&xt, sizeof(T), j->compute,             \
+                             x + j->target[l] * j->xstep, j->xstep, j->xdtype, 1); \
+            ((T *)(void *)j->loss)[l] = -((xt - m) - lse);                   \
+            return;                                                          \
+        }                                                                    \
         /* the results, block by block */                                    \
         for (int64_t b = 0; b < nb; b++) {                                   \
             int64_t n = len - b * BLOCK < BLOCK ? len - b * BLOCK : BLOCK, first = b * BLOCK; \
@@ -256,6 +268,8 @@ static void exp_sub_f64(double *y, const double *x, int64_t n, double m)
                      : j->direct ? (T *)(void *)y + first                     \
                                  : (T *)(void *)w->out;                       \
             switch (j->kind) {                                               \
+            case K_CROSS_ENTROPY: /* returned above */                       \
+                break;                                                       \
             case K_SOFTMAX:                                                  \
                 if (exps) {                                                  \
                     v = exps + first;                                        \
@@ -324,6 +338,7 @@ static enum kind kind_of(enum tr_op_id id)
     case TR_OP_L2_NORMALIZE: return K_L2_NORMALIZE;
     case TR_OP_LAYER_NORM: return K_LAYER_NORM;
     case TR_OP_RMS_NORM: return K_RMS_NORM;
+    case TR_OP_CROSS_ENTROPY: return K_CROSS_ENTROPY;
     default: return K_SOFTMAX;
     }
 }
@@ -411,9 +426,13 @@ static void tile_lines(const struct job *j, int64_t l0, int nt, struct work *w)
             line_f32(j, l0 + q, w, (float *)(void *)line, NULL);
         else
             line_f64(j, l0 + q, w, (double *)(void *)line, NULL);
+        if (j->kind == K_CROSS_ENTROPY)
+            continue; /* a loss per line, in j->loss */
         tr__cpu_cast_row(yraw + q * pitch * (int64_t)ysize, (int64_t)ysize, j->ydtype, line,
                          (int64_t)csize, j->compute, len);
     }
+    if (j->kind == K_CROSS_ENTROPY)
+        return;
     if (j->store.fn) {
         char *to = stage_lines(j, w, l0, nt);
         for (int q = 0; q < nt; q++)
@@ -507,9 +526,10 @@ static void job_geometry(struct job *j, int ndim, const int64_t *shape, const in
     j->nlines = tr__iter_count(&j->lines);
     j->nblocks = j->len == 0 ? 0 : (j->len - 1) / BLOCK + 1; /* no overflow for any length */
     j->cached = j->len <= LINE_CACHE;
-    /* a line of one value is a compact run whatever its stride */
+    /* a line of one value is a compact run whatever its stride;
+     * cross_entropy's result is not made of lines */
     j->direct = (j->len == 1 || j->ystep == (int64_t)tr_dtype_size(j->compute)) &&
-                ydtype == j->compute;
+                ydtype == j->compute && j->kind != K_CROSS_ENTROPY;
     j->xdtype = xdtype;
     j->ydtype = ydtype;
     j->tiled = !source && j->len > 1 && j->len <= TILE_LEN && j->nlines > 1 &&
@@ -519,8 +539,8 @@ static void job_geometry(struct job *j, int ndim, const int64_t *shape, const in
 
 static int dim_along(const struct tr__op *op, int64_t dim, int ndim)
 {
-    if (ndim == 0)
-        return 0;
+    if (ndim == 0 || (op->rule == TR__RULE_CROSS_ENTROPY && ndim == 1))
+        return 0; /* cross_entropy of [C] logits: the classes are dimension 0 */
     if (op->rule == TR__RULE_LAYER_NORM)
         return ndim - 1; /* layer_norm and rms_norm: the last dimension */
     return (int)(dim < 0 ? dim + ndim : dim);
@@ -539,6 +559,7 @@ uint64_t tr__nn_scratch(const struct tr__op *op, const struct tr_value *x, bool 
     if (numel == 0)
         return 0;
     memset(&j, 0, sizeof j);
+    j.kind = kind_of(op->info.id);
     tr__value_byte_strides(x, xs);
     job_geometry(&j, x->ndim, x->shape, xs, x->dtype, source, dim_along(op, dim, x->ndim), y,
                  oshape, oxs, oys);
@@ -564,7 +585,7 @@ static tr_status line_dim(const struct tr__op *op, const struct tr_arg *args, in
 static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
                          const struct tr_value *out, const struct tr_tensor *x,
                          const struct tr__source *src, int d, struct tr_tensor *y,
-                         const struct tr__store *store)
+                         const struct tr__store *store, const int64_t *target, char *loss)
 {
     static const char nothing[1]; /* x's base when the values come from src */
     const char *name = op->info.name;
@@ -613,6 +634,8 @@ static tr_status nn_into(const struct tr__op *op, const struct tr_arg *args,
     if (s != TR_OK)
         goto done;
     j.src = src;
+    j.target = target;
+    j.loss = loss;
     j.xbase = x ? tr_tensor_data(x) : nothing;
     j.ybase = tr_tensor_data_mut(y);
     j.eps = eps_arg ? tr__number(&eps_arg->value) : 0;
@@ -697,7 +720,7 @@ tr_status tr__k_nn(const struct tr__op *op, const struct tr_arg *args,
             s = tr_last_status();
     }
     if (s == TR_OK)
-        s = nn_into(op, args, out, x, NULL, d, y, &store);
+        s = nn_into(op, args, out, x, NULL, d, y, &store, NULL, NULL);
     tr_release(x);
     if (s != TR_OK) {
         tr_release(y);
@@ -716,5 +739,142 @@ tr_status tr__nn_source(const struct tr__op *op, const struct tr_arg *args,
 
     none.name = op->info.name;
     TR_FORWARD_IF_ERROR(line_dim(op, args, src->ndim, &d));
-    return nn_into(op, args, out, NULL, src, d, y, &none);
+    return nn_into(op, args, out, NULL, src, d, y, &none, NULL, NULL);
+}
+
+/* ------------------------------------------------------- cross_entropy */
+
+/* The classes' dimension of cross_entropy's logits x (ndim of them). */
+static int class_dim(int64_t dim, int ndim)
+{
+    if (ndim == 1)
+        return 0;
+    return (int)(dim < 0 ? dim + ndim : dim);
+}
+
+/* The lines (target values) of cross_entropy on logits x along d. */
+static int64_t class_lines(int ndim, const int64_t *shape, int d)
+{
+    int64_t n = 1;
+
+    for (int i = 0; i < ndim; i++)
+        if (i != d)
+            n *= shape[i];
+    return n;
+}
+
+/* Where the losses go: the result itself ("none" of the compute dtype),
+ * or a block of the lines' losses (and, for "mean" and "sum", a sum per
+ * BLOCK of them). */
+static uint64_t loss_bytes(int64_t lines, enum tr_dtype y, const char *reduction)
+{
+    enum tr_dtype compute = tr__compute_dtype(y);
+    bool none = strcmp(reduction, "none") == 0;
+
+    if (none && y == compute)
+        return 0;
+    return (uint64_t)(lines + (none ? 0 : (lines + BLOCK - 1) / BLOCK)) * tr_dtype_size(compute);
+}
+
+tr_status tr__cross_entropy_scratch(const struct tr__op *op, const struct tr_value *x,
+                                    int64_t dim, const char *reduction, enum tr_dtype y,
+                                    int threads, uint64_t *losses, uint64_t *lines)
+{
+    int d = class_dim(dim, x->ndim);
+    int64_t n = class_lines(x->ndim, x->shape, d);
+
+    *losses = n > 0 ? loss_bytes(n, y, reduction) : 0;
+    *lines = n > 0 ? tr__nn_scratch(op, x, false, dim, y, false, false, threads) : 0;
+    return TR_OK;
+}
+
+#define REDUCE_LOSSES(SUF, T)                                                \
+    static T total_##SUF(const T *loss, int64_t n, T *sums)                  \
+    {                                                                        \
+        int64_t nb = (n + BLOCK - 1) / BLOCK;                                \
+        for (int64_t b = 0; b < nb; b++)                                     \
+            sums[b] = sum_##SUF(loss + b * BLOCK, n - b * BLOCK < BLOCK ? n - b * BLOCK : BLOCK, 0); \
+        return sum_##SUF(sums, nb, 0);                                       \
+    }
+
+REDUCE_LOSSES(f32, float)
+REDUCE_LOSSES(f64, double)
+
+/* cross_entropy(logits, target, dim, reduction): log_softmax's passes
+ * along the classes of each line, a loss per line, then their sum (the
+ * tree of reduce_impl.h, as sum gives) or mean. */
+tr_status tr__k_cross_entropy(const struct tr__op *op, const struct tr_arg *args,
+                              const struct tr_value *out, const struct tr_dest *dest,
+                              struct tr_tensor **results)
+{
+    const char *name = op->info.name, *reduction = args[3].value.string;
+    struct tr_tensor *x, *given, *target = NULL, *y = NULL, *room = NULL;
+    enum tr_dtype compute = tr__compute_dtype(out->dtype);
+    bool none = strcmp(reduction, "none") == 0;
+    struct tr__store store = {0};
+    int64_t lines, classes;
+    char *loss = NULL;
+    int d;
+    tr_status s = TR_OK;
+
+    (void)dest; /* its result is its own */
+    x = tr__arg_tensor(&args[0], out->dtype);
+    if (!x)
+        return tr_last_status();
+    d = class_dim(args[2].value.integer, x->ndim);
+    classes = x->shape[d];
+    lines = class_lines(x->ndim, x->shape, d);
+    given = tr__arg_tensor(&args[1], TR_DTYPE_I64);
+    target = given ? tr_cast(given, TR_DTYPE_I64) : NULL;
+    tr_release(given);
+    if (!target)
+        s = tr_last_status();
+    if (s == TR_OK) {
+        const int64_t *t = tr_tensor_data(target);
+        /* no ignore_index: PyTorch's default of -100 is out of range too */
+        for (int64_t i = 0; i < lines && s == TR_OK; i++)
+            if (t[i] < 0 || t[i] >= classes)
+                s = tr_set_error(TR_ERR_INDEX, "%s: the target %lld is not a class of 0..%lld",
+                                 name, (long long)t[i], (long long)classes - 1);
+    }
+    if (s == TR_OK) {
+        y = tr__new_result(name, out, out->device, NULL);
+        if (!y)
+            s = tr_last_status();
+    }
+    if (s == TR_OK && lines > 0) {
+        s = tr__scratch_block(name, loss_bytes(lines, out->dtype, reduction), y->storage->device,
+                              &room);
+        loss = s != TR_OK ? NULL : room ? tr_tensor_data_mut(room) : tr_tensor_data_mut(y);
+    }
+    if (s == TR_OK && lines > 0)
+        s = nn_into(op, args, out, x, NULL, d, y, &store, tr_tensor_data(target), loss);
+    if (s == TR_OK && !none) {
+        /* the sum of nothing is 0, its mean NaN, as PyTorch gives */
+        double v;
+        if (compute == TR_DTYPE_F32) {
+            float t = lines ? total_f32((const float *)(void *)loss, lines,
+                                        (float *)(void *)loss + lines)
+                            : 0.0f;
+            v = strcmp(reduction, "mean") == 0 ? (double)(t / (float)lines) : (double)t;
+        } else {
+            double t = lines ? total_f64((const double *)(void *)loss, lines,
+                                         (double *)(void *)loss + lines)
+                             : 0.0;
+            v = strcmp(reduction, "mean") == 0 ? t / (double)lines : t;
+        }
+        tr__cpu_cast_row(tr_tensor_data_mut(y), 0, y->dtype, (const char *)&v, 0, TR_DTYPE_F64, 1);
+    } else if (s == TR_OK && room) {
+        tr__cpu_cast_row(tr_tensor_data_mut(y), (int64_t)tr_dtype_size(y->dtype), y->dtype, loss,
+                         (int64_t)tr_dtype_size(compute), compute, lines);
+    }
+    tr_release(room);
+    tr_release(target);
+    tr_release(x);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
 }
