@@ -4,6 +4,7 @@
  * dimensions, f16/bf16 computed in f32, mixed dtypes, empty inner
  * dimensions, errors, and bitwise identical results for any thread count.
  */
+#include <dirent.h>
 #include <math.h>
 #include <string.h>
 
@@ -409,8 +410,47 @@ static void test_threads(void)
     tr_release(a);
 }
 
+/* Threads of this process, from /proc (-1 where there is none). */
+static int task_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+
+    if (!d)
+        return -1;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* BLAS runs single-threaded, so OpenBLAS's own worker threads, which spin
+ * on sched_yield for a tenth of a second when started, must not come back
+ * at the first product (openblas_set_num_threads restarts them when it
+ * finds them shut down).  Run first, on one thread, before OpenMP has a
+ * team to count. */
+static void test_no_blas_threads(void)
+{
+    struct tr_tensor *a, *b, *c;
+    int before;
+
+    tr_set_num_threads(1);
+    before = task_count();
+    a = noise(2, (int64_t[]){64, 64}, 1);
+    b = noise(2, (int64_t[]){64, 64}, 2);
+    c = matmul(a, b);
+    ok(c && task_count() == before, "a product starts no thread: %d before, %d after", before,
+       task_count());
+    tr_release(a);
+    tr_release(b);
+    tr_release(c);
+    tr_set_num_threads(0);
+}
+
 int main(void)
 {
+    test_no_blas_threads();
     test_known();
     test_vectors();
     test_strided();

@@ -61,14 +61,23 @@ static void blas_single_threaded(void)
  * whatever runs first (measured: a fifth of the CPU of a 0.3 s softmax).
  * BLAS runs single-threaded here, so they are shut down as soon as the
  * program starts, when the library has that (weak: absent elsewhere).
+ * Once only: openblas_set_num_threads starts the pool again when it finds
+ * it shut down (its way back after a fork), so a second call, at the first
+ * product, would bring back a spinning thread for the length of a short
+ * run (a cdist of 100 ms ran a third slower for it).
  */
 extern void blas_thread_shutdown_(void) __attribute__((weak));
 
-__attribute__((constructor)) static void stop_blas_threads(void)
+static void stop_blas_threads(void)
 {
     blas_single_threaded();
     if (blas_thread_shutdown_)
         blas_thread_shutdown_();
+}
+
+__attribute__((constructor)) static void stop_blas_threads_at_load(void)
+{
+    pthread_once(&blas_once, stop_blas_threads);
 }
 
 /*
@@ -208,7 +217,7 @@ tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
             return tr_last_status();
         buffers = scratch->storage->data + scratch->offset;
     }
-    pthread_once(&blas_once, blas_single_threaded);
+    pthread_once(&blas_once, stop_blas_threads);
 
 #pragma omp parallel for schedule(dynamic) num_threads(tiles.threads) if (tiles.parallel)
     for (int64_t w = 0; w < tiles.work; w++) {
