@@ -82,25 +82,25 @@ int main(void)
     ok(fold2("floor_divide", integer(-7), integer(2), &r) == FOLD_OK && integer_is(r, -4),
        "-7 // 2 is -4");
     ok(fold2("remainder", integer(-7), integer(2), &r) == FOLD_OK && integer_is(r, 1),
-       "-7 % 2 is 1");
+       "-7 %% 2 is 1");
     ok(fold2("remainder", integer(7), integer(-2), &r) == FOLD_OK && integer_is(r, -1),
-       "7 % -2 is -1");
+       "7 %% -2 is -1");
     ok(fold2("floor_divide", integer(7), integer(0), &r) == FOLD_ERROR &&
            strstr(tr_last_error(), "division by zero"),
        "7 // 0 has no result: %s", tr_last_error());
-    ok(fold2("remainder", integer(7), integer(0), &r) == FOLD_ERROR, "7 % 0 has no result");
+    ok(fold2("remainder", integer(7), integer(0), &r) == FOLD_ERROR, "7 %% 0 has no result");
     ok(fold2("floor_divide", integer(INT64_MIN), integer(-1), &r) == FOLD_ERROR,
        "INT64_MIN // -1 overflows");
     ok(fold2("remainder", integer(INT64_MIN), integer(-1), &r) == FOLD_OK && integer_is(r, 0),
-       "INT64_MIN % -1 is 0");
+       "INT64_MIN %% -1 is 0");
     ok(fold2("floor_divide", number(-7.5), integer(2), &r) == FOLD_OK && double_is(r, -4.0),
        "-7.5 // 2 is -4.0");
     ok(fold2("remainder", number(-7.5), integer(2), &r) == FOLD_OK && double_is(r, 0.5),
-       "-7.5 % 2 is 0.5");
+       "-7.5 %% 2 is 0.5");
     ok(fold2("remainder", number(6.0), number(-3.0), &r) == FOLD_OK && double_is(r, 0.0),
-       "6.0 % -3.0 is 0.0, with 6.0's sign as remainder(x, y) gives it");
+       "6.0 %% -3.0 is 0.0, with 6.0's sign as remainder(x, y) gives it");
     ok(fold2("remainder", number(-6.0), number(3.0), &r) == FOLD_OK && double_is(r, -0.0),
-       "-6.0 % 3.0 is -0.0");
+       "-6.0 %% 3.0 is -0.0");
     ok(fold2("floor_divide", number(1.0), number(0.0), &r) == FOLD_OK && isinf(r.number),
        "1.0 // 0.0 is inf, as in NumPy");
     ok(fold2("bitwise_and", integer(12), integer(10), &r) == FOLD_OK && integer_is(r, 8),
