@@ -123,7 +123,7 @@ static inline struct tr_tensor *run_dest(const char *name, const struct tr_arg *
     if (tr_op_run(op, args, dest, r) != TR_OK)
         return NULL;
     if (results)
-        memcpy(results, r, sizeof r);
+        memcpy(results, r, (size_t)op->nresults * sizeof *r);
     return r[0];
 }
 
