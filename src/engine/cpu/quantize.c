@@ -33,38 +33,15 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "../kernel_impl.h"
-
 #include "../kernels.h"
+#include "../scratch_impl.h"
 
 /* Values read and converted at a time (even: a block never splits the
  * two nibbles of a byte). */
 #define BLOCK 2048
 /* Elements below which a loop is not worth the threads. */
 #define PARALLEL_ELEMENTS 32768
-
-static int threads_for(bool parallel)
-{
-#ifdef _OPENMP
-    return parallel ? tr_num_threads() : 1;
-#else
-    (void)parallel;
-    return 1;
-#endif
-}
-
-static int thread_index(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
  * and -1). */
@@ -227,7 +204,7 @@ struct stat_ctx {
     enum tr_dtype dtype; /* x's */
     bool affine;
     struct stat *room;   /* one per thread of the team, or the one to use */
-    bool per_thread;     /* room[omp_get_thread_num()]; else room[0] (inside
+    bool per_thread;     /* room[tr__team_index()]; else room[0] (inside
                             a nested inactive region every thread is 0) */
 };
 
@@ -256,7 +233,7 @@ static void slice_stat(const struct slices *sl, const char *a, bool parallel, st
         double v[BLOCK];
         tr__iter_row_offsets(&it, row, &off);
         tr__cpu_cast_row((char *)v, 8, TR_DTYPE_F64, a + off + first * ia, ia, c->dtype, n);
-        stat_values(c->per_thread ? &c->room[thread_index()] : c->room, v, n, c->affine);
+        stat_values(c->per_thread ? &c->room[tr__team_index()] : c->room, v, n, c->affine);
     }
 }
 
@@ -344,7 +321,7 @@ static void slice_scale(const struct quantize_job *job, const struct slices *sl,
         for (int t = 0; t < job->threads; t++)
             stat_add(&st, &job->room[t]);
     } else {
-        c.room = &job->room[thread_index()];
+        c.room = &job->room[tr__team_index()];
         stat_init(c.room, job->sc.affine);
         slice_stat(sl, job->xd + j * sl->step, false, &c);
         st = *c.room;
@@ -488,7 +465,7 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
     job.q = made[0]->storage->data + made[0]->offset;
     job.scales = (float *)(void *)(made[1]->storage->data + made[1]->offset);
     job.zeros = nres > 2 ? (uint8_t *)(made[2]->storage->data + made[2]->offset) : NULL;
-    job.threads = threads_for(true);
+    job.threads = tr__team_size(true);
     scratch = tr__empty(name, TR_DTYPE_F64, 1, (int64_t[]){2 * (int64_t)job.threads},
                         made[0]->storage->device);
     if (!scratch)

@@ -12,12 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "../kernel_impl.h"
-
 #include "../kernels.h"
 #include "../scratch_impl.h"
 
@@ -27,25 +22,6 @@
 #define PARALLEL_ELEMENTS 32768
 /* topk keeps its k best in a sorted array up to this k, else sorts all. */
 #define PARTIAL_K 128
-
-static int threads_for(bool parallel)
-{
-#ifdef _OPENMP
-    return parallel ? tr_num_threads() : 1;
-#else
-    (void)parallel;
-    return 1;
-#endif
-}
-
-static int thread_index(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 /* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
  * and -1). */
@@ -430,7 +406,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     }
     lines = tr_tensor_numel(x) / n;
     parallel = lines > 1 && lines * n > PARALLEL_ELEMENTS;
-    threads = threads_for(parallel);
+    threads = tr__team_size(parallel);
     panels = topk && by_panels(k, n, d, x->ndim);
     if (panels) {
         columns = x->shape[x->ndim - 1];
@@ -468,7 +444,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
             }
             p.x = xbase + xo;
             best = top_panel(&p, k, x->dtype, descending,
-                             room + (int64_t)thread_index() * line_bytes);
+                             room + (int64_t)tr__team_index() * line_bytes);
             for (int64_t c = 0; c < p.width; c++) {
                 int64_t co = oo + c * other_o[nother - 1];
                 for (int64_t j = 0; j < k; j++) {
@@ -492,7 +468,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
                 oo += at * other_o[i];
             }
             best = select_line(k, xbase + xo, xs, x->dtype, n, descending,
-                               room + (int64_t)thread_index() * line_bytes);
+                               room + (int64_t)tr__team_index() * line_bytes);
             for (int64_t j = 0; j < k; j++) {
                 ibase[oo + j * os] = best[j].index;
                 if (vbase)
