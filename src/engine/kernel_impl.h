@@ -146,4 +146,27 @@ tr_status tr__map_stream(struct tr_tensor *out, const struct tr__store *store,
 void tr__cpu_cast_row(char *dst, int64_t ds, enum tr_dtype to, const char *src, int64_t ss,
                       enum tr_dtype from, int64_t n);
 
+/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
+ * and -1). */
+static inline int tr__checked_dim(int64_t dim, int ndim)
+{
+    int n = ndim > 0 ? ndim : 1;
+
+    return (int)(dim < 0 ? dim + n : dim);
+}
+
+/* Hands a kernel's n results over when s is TR_OK, else releases them;
+ * returns s. */
+static inline tr_status tr__give_results(struct tr_tensor **made, int n, tr_status s,
+                                         struct tr_tensor **results)
+{
+    for (int i = 0; i < n; i++) {
+        if (s != TR_OK)
+            tr_release(made[i]);
+        else
+            results[i] = made[i];
+    }
+    return s;
+}
+
 #endif /* TR_KERNEL_IMPL_H */

@@ -48,21 +48,6 @@ static size_t int_count(const struct tr_arg *arg)
     return arg->value.kind == TR_VALUE_LIST ? arg->value.count : 1;
 }
 
-/* A dim that tr_op_infer has checked, made non-negative. */
-static int dim_of(int64_t dim, int ndim)
-{
-    return (int)(dim < 0 ? dim + ndim : dim);
-}
-
-static tr_status give(struct tr_tensor *c, tr_status s, struct tr_tensor **results)
-{
-    if (s != TR_OK)
-        tr_release(c);
-    else
-        results[0] = c;
-    return s;
-}
-
 /* ----------------------------------------------------------------- roll */
 
 /* roll(x, shifts, dims): c[(i + shift) mod size] = x[i] along each dim.
@@ -87,7 +72,7 @@ tr_status tr__k_roll(const struct tr__op *op, const struct tr_arg *args,
     c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c || tr_tensor_numel(c) == 0) {
         tr_release(x);
-        return c ? give(c, TR_OK, results) : tr_last_status();
+        return c ? tr__give_results(&c, 1, TR_OK, results) : tr_last_status();
     }
     flat = tr_tensor_numel(x);
     if (args[2].value.kind == TR_VALUE_NONE) {
@@ -100,7 +85,7 @@ tr_status tr__k_roll(const struct tr__op *op, const struct tr_arg *args,
         src = tr__tensor_alias(x);
         dst = src ? tr__tensor_alias(c) : NULL;
         for (size_t i = 0; i < n; i++) {
-            int d = dim_of(int_item(&args[2], i), x->ndim);
+            int d = tr__checked_dim(int_item(&args[2], i), x->ndim);
             by[d] = (by[d] + int_item(&args[1], i) % x->shape[d]) % x->shape[d];
         }
     }
@@ -132,7 +117,7 @@ tr_status tr__k_roll(const struct tr__op *op, const struct tr_arg *args,
     tr_release(dst);
     tr_release(src);
     tr_release(x);
-    return give(c, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* --------------------------------------------------------------- repeat */
@@ -157,7 +142,7 @@ tr_status tr__k_repeat(const struct tr__op *op, const struct tr_arg *args,
     c = tr__empty(name, out->dtype, nd, out->shape, out->device);
     if (!c || tr_tensor_numel(c) == 0) {
         tr_release(x);
-        return c ? give(c, TR_OK, results) : tr_last_status();
+        return c ? tr__give_results(&c, 1, TR_OK, results) : tr_last_status();
     }
     lead = nd - x->ndim;
     for (int i = 0; i < nd; i++)
@@ -189,7 +174,7 @@ tr_status tr__k_repeat(const struct tr__op *op, const struct tr_arg *args,
         tr_release(region);
     }
     tr_release(x);
-    return give(c, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* ---------------------------------------------------- repeat_interleave */
@@ -217,7 +202,7 @@ tr_status tr__k_repeat_interleave(const struct tr__op *op, const struct tr_arg *
     c = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
     if (!c || tr_tensor_numel(c) == 0) {
         tr_release(x);
-        return c ? give(c, TR_OK, results) : tr_last_status();
+        return c ? tr__give_results(&c, 1, TR_OK, results) : tr_last_status();
     }
     if (args[2].value.kind == TR_VALUE_NONE) {
         xv = x->ndim ? tr__tensor_alias(x) : tr_expand(x, (int64_t[]){1}, 1);
@@ -228,7 +213,7 @@ tr_status tr__k_repeat_interleave(const struct tr__op *op, const struct tr_arg *
             cv = tr_reshape_view(c, shape, xv->ndim);
         }
     } else {
-        d = dim_of(args[2].value.integer, x->ndim);
+        d = tr__checked_dim(args[2].value.integer, x->ndim);
         xv = tr__tensor_alias(x);
         cv = xv ? tr__tensor_alias(c) : NULL;
     }
@@ -250,7 +235,7 @@ tr_status tr__k_repeat_interleave(const struct tr__op *op, const struct tr_arg *
     tr_release(cv);
     tr_release(xv);
     tr_release(x);
-    return give(c, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* ------------------------------------------------------------------ pad */
@@ -292,7 +277,7 @@ tr_status tr__k_pad(const struct tr__op *op, const struct tr_arg *args,
     c = tr__empty(name, out->dtype, nd, out->shape, out->device);
     if (!c || tr_tensor_numel(c) == 0) {
         tr_release(x);
-        return c ? give(c, TR_OK, results) : tr_last_status();
+        return c ? tr__give_results(&c, 1, TR_OK, results) : tr_last_status();
     }
     for (int k = 0; k < npairs; k++) {
         before[nd - 1 - k] = int_item(&args[1], 2 * (size_t)k);
@@ -375,5 +360,5 @@ tr_status tr__k_pad(const struct tr__op *op, const struct tr_arg *args,
         tr_release(region);
     }
     tr_release(x);
-    return give(c, s, results);
+    return tr__give_results(&c, 1, s, results);
 }

@@ -43,26 +43,6 @@
 /* Elements below which a loop is not worth the threads. */
 #define PARALLEL_ELEMENTS 32768
 
-/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
- * and -1). */
-static int dim_of(int64_t dim, int ndim)
-{
-    int n = ndim > 0 ? ndim : 1;
-
-    return (int)(dim < 0 ? dim + n : dim);
-}
-
-static tr_status give(struct tr_tensor **made, int n, tr_status s, struct tr_tensor **results)
-{
-    for (int i = 0; i < n; i++) {
-        if (s != TR_OK)
-            tr_release(made[i]);
-        else
-            results[i] = made[i];
-    }
-    return s;
-}
-
 /* ------------------------------------------------------------ the split */
 
 /* Which scale each value takes. */
@@ -84,7 +64,7 @@ static void split_of(struct split *sp, int ndim, const int64_t *shape, const str
     sp->ndim = ndim;
     if (ndim > 0)
         memcpy(sp->shape, shape, (size_t)ndim * sizeof *shape);
-    sp->dim = dim->kind == TR_VALUE_NONE || ndim == 0 ? -1 : dim_of(dim->integer, ndim);
+    sp->dim = dim->kind == TR_VALUE_NONE || ndim == 0 ? -1 : tr__checked_dim(dim->integer, ndim);
     sp->group = group->kind == TR_VALUE_NONE ? 0 : group->integer;
     sp->count = 1;
     if (sp->dim >= 0) {
@@ -453,7 +433,7 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
     }
     if (s != TR_OK) {
         tr_release(x);
-        return give(made, nres, s, results);
+        return tr__give_results(made, nres, s, results);
     }
     memset(&job, 0, sizeof job);
     scheme_of(op, &args[1].value, x->dtype, &job.sc);
@@ -484,7 +464,7 @@ tr_status tr__k_quantize(const struct tr__op *op, const struct tr_arg *args,
     }
     tr_release(scratch);
     tr_release(x);
-    return give(made, nres, s, results);
+    return tr__give_results(made, nres, s, results);
 }
 
 /* ---------------------------------------------------------- dequantize */
@@ -585,5 +565,5 @@ tr_status tr__k_dequantize(const struct tr__op *op, const struct tr_arg *args,
     tr_release(zero);
     tr_release(scale);
     tr_release(q);
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }

@@ -23,15 +23,6 @@
 /* topk keeps its k best in a sorted array up to this k, else sorts all. */
 #define PARTIAL_K 128
 
-/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
- * and -1). */
-static int dim_of(int64_t dim, int ndim)
-{
-    int n = ndim > 0 ? ndim : 1;
-
-    return (int)(dim < 0 ? dim + n : dim);
-}
-
 /* Copies one element of size bytes. */
 static inline void copy_item(char *dst, const char *src, size_t size)
 {
@@ -41,17 +32,6 @@ static inline void copy_item(char *dst, const char *src, size_t size)
     case 4: memcpy(dst, src, 4); break;
     default: memcpy(dst, src, 8); break;
     }
-}
-
-static tr_status give(struct tr_tensor **made, int n, tr_status s, struct tr_tensor **results)
-{
-    for (int i = 0; i < n; i++) {
-        if (s != TR_OK)
-            tr_release(made[i]);
-        else
-            results[i] = made[i];
-    }
-    return s;
 }
 
 /* ----------------------------------------------------------------- sort */
@@ -199,7 +179,7 @@ static int64_t room_bytes(int64_t k, int64_t n)
 
 uint64_t tr__sort_scratch(const struct tr_value *x, int64_t dim, int64_t k, int threads)
 {
-    int d = dim_of(dim, x->ndim);
+    int d = tr__checked_dim(dim, x->ndim);
     int64_t n = x->ndim ? x->shape[d] : 1, numel = 1, lines, width;
     uint64_t team, room;
 
@@ -376,7 +356,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
     if (!x)
         return tr_last_status();
-    d = dim_of(args[topk ? 2 : 1].value.integer, x->ndim);
+    d = tr__checked_dim(args[topk ? 2 : 1].value.integer, x->ndim);
     descending = topk ? args[3].value.boolean : args[2].value.boolean;
     n = x->ndim ? x->shape[d] : 1;
     xs = x->ndim ? x->strides[d] * (int64_t)tr_dtype_size(x->dtype) : 0;
@@ -391,7 +371,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     }
     if (s != TR_OK || tr_tensor_numel(made[0]) == 0) {
         tr_release(x);
-        return give(made, op->info.nresults, s, results);
+        return tr__give_results(made, op->info.nresults, s, results);
     }
     values = argsort ? NULL : made[0];
     indices = argsort ? made[0] : made[1];
@@ -419,7 +399,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
                         made[0]->storage->device);
     if (!scratch) {
         tr_release(x);
-        return give(made, op->info.nresults, tr_last_status(), results);
+        return tr__give_results(made, op->info.nresults, tr_last_status(), results);
     }
     room = scratch->storage->data + scratch->offset;
     {
@@ -479,7 +459,7 @@ tr_status tr__k_sort(const struct tr__op *op, const struct tr_arg *args,
     }
     tr_release(scratch);
     tr_release(x);
-    return give(made, op->info.nresults, TR_OK, results);
+    return tr__give_results(made, op->info.nresults, TR_OK, results);
 }
 
 /* -------------------------------------------------------- gather, index */
@@ -569,7 +549,7 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
     if (!x)
         return tr_last_status();
-    d = dim_of(args[1].value.integer, x->ndim);
+    d = tr__checked_dim(args[1].value.integer, x->ndim);
     size = x->ndim ? x->shape[d] : 1;
     index = checked_index(name, &args[2], d, size, false);
     if (index)
@@ -583,7 +563,7 @@ tr_status tr__k_gather(const struct tr__op *op, const struct tr_arg *args,
     }
     tr_release(index);
     tr_release(x);
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* index_select(x, dim, index): the slices of x along dim that the 1-d
@@ -603,7 +583,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
     x = tr__arg_tensor(&args[0], tr_value_dtype(&args[0].value));
     if (!x)
         return tr_last_status();
-    d = dim_of(args[1].value.integer, x->ndim);
+    d = tr__checked_dim(args[1].value.integer, x->ndim);
     size = x->ndim ? x->shape[d] : 1;
     index = checked_index(name, &args[2], d, size, true);
     if (index)
@@ -641,7 +621,7 @@ tr_status tr__k_index_select(const struct tr__op *op, const struct tr_arg *args,
     }
     tr_release(index);
     tr_release(x);
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* take_along_dim(x, indices, dim): gather of x and indices broadcast to
@@ -669,7 +649,7 @@ tr_status tr__k_take_along_dim(const struct tr__op *op, const struct tr_arg *arg
     if (flat) {
         index = checked_values(name, given, 0, tr_tensor_numel(x), false);
     } else {
-        d = dim_of(args[2].value.integer, x->ndim);
+        d = tr__checked_dim(args[2].value.integer, x->ndim);
         memcpy(shape, out->shape, sizeof shape);
         shape[d] = x->shape[d];
         xv = tr_expand(x, shape, x->ndim);
@@ -708,7 +688,7 @@ tr_status tr__k_take_along_dim(const struct tr__op *op, const struct tr_arg *arg
     tr_release(xv);
     tr_release(given);
     tr_release(x);
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* Rows of one_hot a thread writes at least. */
@@ -755,7 +735,7 @@ tr_status tr__k_one_hot(const struct tr__op *op, const struct tr_arg *args,
     }
     tr_release(values);
     tr_release(x);
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }
 
 /* ---------------------------------------------------------------- join */
@@ -782,7 +762,7 @@ tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
     (void)dest; /* its results are its own: the caller copies them */
     bool stack = op->rule == TR__RULE_STACK;
     struct tr_tensor *c = tr__empty(op->info.name, out->dtype, out->ndim, out->shape, out->device);
-    int d = dim_of(args[1].value.integer, out->ndim);
+    int d = tr__checked_dim(args[1].value.integer, out->ndim);
     int64_t at = 0;
     tr_status s = c ? TR_OK : tr_last_status();
 
@@ -798,5 +778,5 @@ tr_status tr__k_join(const struct tr__op *op, const struct tr_arg *args,
         tr_release(place);
         tr_release(t);
     }
-    return give(&c, 1, s, results);
+    return tr__give_results(&c, 1, s, results);
 }

@@ -32,15 +32,6 @@ static size_t list_count(const struct tr_arg *arg)
     return arg->value.kind == TR_VALUE_LIST ? arg->value.count : 1;
 }
 
-/* A dim that tr_op_infer has checked, made non-negative (a scalar takes 0
- * and -1). */
-static int dim_of(int64_t dim, int ndim)
-{
-    int n = ndim > 0 ? ndim : 1;
-
-    return (int)(dim < 0 ? dim + n : dim);
-}
-
 /* Hands the view over as the result, or the error when there is none. */
 static tr_status give(struct tr_tensor *v, struct tr_tensor **results)
 {
@@ -133,7 +124,7 @@ tr_status tr__k_squeeze(const struct tr__op *op, const struct tr_arg *args,
         listed[d] = args[1].value.kind == TR_VALUE_NONE;
     for (size_t k = 0; args[1].value.kind != TR_VALUE_NONE && k < list_count(&args[1]); k++)
         if (x->ndim > 0)
-            listed[dim_of(list_int(&args[1], k), x->ndim)] = true;
+            listed[tr__checked_dim(list_int(&args[1], k), x->ndim)] = true;
     for (int d = 0; d < x->ndim; d++) {
         if (listed[d] && x->shape[d] == 1)
             continue;
@@ -159,7 +150,7 @@ tr_status tr__k_unsqueeze(const struct tr__op *op, const struct tr_arg *args,
     (void)out;
     if (!x)
         return tr_last_status();
-    d = dim_of(args[1].value.integer, x->ndim + 1);
+    d = tr__checked_dim(args[1].value.integer, x->ndim + 1);
     for (int i = 0, j = 0; i <= x->ndim; i++) {
         if (i != d) {
             shape[i] = x->shape[j];
@@ -210,8 +201,8 @@ tr_status tr__k_diagonal(const struct tr__op *op, const struct tr_arg *args,
 
     if (!x)
         return tr_last_status();
-    d1 = dim_of(args[2].value.integer, x->ndim);
-    d2 = dim_of(args[3].value.integer, x->ndim);
+    d1 = tr__checked_dim(args[2].value.integer, x->ndim);
+    d2 = tr__checked_dim(args[3].value.integer, x->ndim);
     for (int d = 0; d < x->ndim; d++) {
         if (d == d1 || d == d2)
             continue;
@@ -243,7 +234,7 @@ static int dims_listed(const struct tr_arg *arg, const struct tr_tensor *x, int 
     size_t n = x->ndim > 0 ? list_count(arg) : 0;
 
     for (size_t k = 0; k < n && k < TR_MAX_DIMS; k++)
-        dims[k] = dim_of(list_int(arg, k), x->ndim);
+        dims[k] = tr__checked_dim(list_int(arg, k), x->ndim);
     return (int)n;
 }
 
@@ -281,7 +272,7 @@ tr_status tr__k_narrow(const struct tr__op *op, const struct tr_arg *args,
     (void)out;
     if (!x)
         return tr_last_status();
-    d = dim_of(args[1].value.integer, x->ndim);
+    d = tr__checked_dim(args[1].value.integer, x->ndim);
     if (start < 0)
         start += x->shape[d];
     v = tr_slice(x, d, start, start + length, 1);
@@ -304,7 +295,7 @@ tr_status tr__k_unflatten(const struct tr__op *op, const struct tr_arg *args,
 
     if (!x)
         return tr_last_status();
-    d = dim_of(args[1].value.integer, x->ndim);
+    d = tr__checked_dim(args[1].value.integer, x->ndim);
     ns = out->ndim - x->ndim + 1;
     for (int i = 0; i < x->ndim; i++) {
         if (i != d) {
