@@ -203,11 +203,17 @@ assert got.dtype == want.dtype and (got == want).all(), (got, want)' "$f"
 }
 
 @test "SIGINT during a conversion is exit 130 and replaces nothing" {
-    "$PY" -c 'import numpy as np; np.save("big.npy", np.zeros((256, 1024, 1024), "<f4"))'
+    # random values: zstd -19 takes minutes over them (zeros it compressed
+    # within the half second the test once waited, and exited 0)
+    "$PY" -c 'import numpy as np; np.save("big.npy", np.random.default_rng(1).random((16, 1024, 1024), "<f4"))'
     echo "precious" > dest.npy.zst
     "$TENSORRUN" convert big.npy dest.npy.zst --level 19 &
     pid=$!
-    sleep 0.5
+    # the signal while it converts: once its temporary file exists
+    for _ in $(seq 100); do
+        ls -A | grep -qF '.tmp-' && break
+        sleep 0.05
+    done
     kill -INT "$pid"
     rc=0
     wait "$pid" || rc=$?
