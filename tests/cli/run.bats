@@ -258,6 +258,38 @@ outputs: {y: y.npy}'
     no_temporaries
 }
 
+@test "a product handed to its file a band at a time: NumPy's values; a full disk is exit 4" {
+    [ -f "$INJECT" ] || skip "the fault-injection shim is not built"
+    pipeline 'inputs: {m: m.npy, a: a.npy}
+stages:
+  - name: s
+    do:
+      - y = matmul(m, m[:, :200])
+      - d = cdist(m[:, :512], m[:300, 512:])
+outputs: {y: y.npy, d: d.npy}'
+    # no blocks reserved: a file system that refuses them changes nothing
+    run --separate-stderr env TR_FAIL_FALLOCATE=1 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        "$TENSORRUN" p.yaml --stats json --stats-file stats.jsonl --threads 2
+    [ "$status" -eq 0 ]
+    close y.npy 'm @ m[:, :200]' 1e-5
+    # d against float64's norm expansion, exact enough where no two rows
+    # are near each other
+    close d.npy '(lambda x, z: np.sqrt((x ** 2).sum(1)[:, None] + (z ** 2).sum(1) - 2 * (x @ z.T)))(m[:, :512].astype("f8"), m[:300, 512:].astype("f8")).astype("f4")' 1e-5
+    # neither result is in the pool (each would be where no blocks can be
+    # reserved), nothing is copied for BLAS: only the squared norms of
+    # cdist's 1324 rows, 5296 bytes, a block of 5632
+    [ "$(json_field s peak_active_bytes)" -eq 5632 ]
+    echo precious > d.npy
+    # y (800 KiB) goes, then d's bands fail after about 380 KB
+    run --separate-stderr env TR_FAIL_PWRITE=1200000 LD_PRELOAD="$INJECT" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$TENSORRUN" p.yaml
+    [ "$status" -eq 4 ]
+    [[ "$stderr" == *"cdist: cannot write the result to its file: No space left on device"* ]]
+    [ "$(cat d.npy)" = precious ]
+    no_temporaries
+}
+
 @test "--keep-cache and keep_cache: nothing is released between stages" {
     pipeline 'inputs: {m: m.npy}
 stages:

@@ -339,6 +339,7 @@ static tr_status by_product(const char *name, struct tr_tensor *ta, struct tr_te
     int nb = out->ndim - 2;
     struct tr__mm_operand a, b;
     struct tr_tensor *bt, *c = NULL, *norms = NULL;
+    struct tr__store store;
     struct expansion e;
     struct pairs pr;
     uint64_t bytes;
@@ -358,7 +359,7 @@ static tr_status by_product(const char *name, struct tr_tensor *ta, struct tr_te
     else
         tr_release(bt);
     if (s == TR_OK) {
-        c = tr__new_result(name, out, out->device, dest);
+        c = tr__mm_result(name, out, dest, &a, &b, nb, &store);
         if (!c)
             s = tr_last_status();
     }
@@ -384,7 +385,7 @@ static tr_status by_product(const char *name, struct tr_tensor *ta, struct tr_te
         e.nb = e.na + pr.nbatch * pr.p * (int64_t)tr_dtype_size(compute);
         e.p = pr.p;
         e.r = pr.r;
-        s = tr__mm_multiply(name, &a, &b, c, nb, compute, to_distances, &e);
+        s = tr__mm_multiply(name, &a, &b, c, nb, compute, to_distances, &e, &store);
     }
     tr_release(norms);
     tr_release(a.t);

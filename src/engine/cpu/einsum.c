@@ -886,7 +886,7 @@ static tr_status contract(struct run *r, struct term *a, struct term *b, const i
     if (s == TR_OK && !r->integer) {
         tiles = take(r, tr__mm_tile_scratch(&da, &db, &dc, nb, r->threads));
         if (!r->dry)
-            s = tr__mm_multiply(r->name, &oa, &ob, vc, nb, r->compute, NULL, NULL);
+            s = tr__mm_multiply(r->name, &oa, &ob, vc, nb, r->compute, NULL, NULL, NULL);
     } else if (s == TR_OK) {
         enum tr_dtype lane;
         if (tr__mm_int_copies(&da, true, dc.dtype, &lane))

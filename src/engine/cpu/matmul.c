@@ -42,6 +42,9 @@
  * wider call has run on the same thread), hence 512. */
 #define TILE_M 256
 #define TILE_N 512
+/* The most bytes of a thread's band when a result is handed to its file
+ * a band at a time (tr__mm_streams): TILE_M rows of 1024 f32 values. */
+#define BAND_BYTES (1024 * 1024)
 /* Below this many multiply-adds a product is not worth the threads. */
 #define PARALLEL_FLOPS (INT64_C(1) << 18)
 
@@ -182,35 +185,189 @@ static void gemm(enum tr_dtype compute, const struct tr__mm_operand *a,
                     (const double *)(const void *)pb, b->ld, 0.0, (double *)(void *)pc, ldc);
 }
 
-tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
-                          const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
-                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx)
+/* A float product being computed: what every tile of it reads. */
+struct product {
+    const struct tr__mm_operand *a, *b;
+    const struct tr_tensor *c;
+    int nb;
+    enum tr_dtype compute;
+    int64_t m, n, k, item, out_item;
+    bool direct; /* gemm writes the result's values where they go */
+    tr__mm_epilogue epilogue;
+    void *ctx;
+};
+
+/* Tile (batch, i0, j0) of the product into dst, of the result's dtype,
+ * ldd values from one row to the next: gemm writes there when direct,
+ * else into buf (TILE_M x TILE_N of the compute dtype), rounded into dst
+ * row by row. */
+static void product_tile(const struct product *p, int64_t batch, int64_t i0, int64_t j0,
+                         char *dst, int64_t ldd, char *buf)
 {
-    int64_t m = a->rows, n = b->cols, k = a->cols, nbatch = 1;
-    int64_t item = (int64_t)tr_dtype_size(compute), out_item = (int64_t)tr_dtype_size(c->dtype);
-    /* gemm writes straight into c when c has the compute dtype and a row
-     * length BLAS can count; else into a tile buffer, then converted */
-    bool direct = c->dtype == compute && n <= INT_MAX;
-    struct tr_tensor *scratch = NULL;
-    char *out, *buffers = NULL;
+    const struct tr__mm_operand *a = p->a, *b = p->b;
+    int64_t mi = p->m - i0 < TILE_M ? p->m - i0 : TILE_M;
+    int64_t nj = p->n - j0 < TILE_N ? p->n - j0 : TILE_N, oa, ob;
+
+    tr__mm_batch_offsets(p->c, p->nb, a, b, batch, &oa, &ob);
+    oa += i0 * a->rs;
+    ob += j0 * b->cs;
+    if (p->direct) {
+        gemm(p->compute, a, b, (int)mi, (int)nj, (int)p->k, a->data + oa * p->item,
+             b->data + ob * p->item, dst, (int)ldd);
+        if (p->epilogue)
+            p->epilogue(p->ctx, batch, i0, j0, mi, nj, dst, ldd);
+        return;
+    }
+    gemm(p->compute, a, b, (int)mi, (int)nj, (int)p->k, a->data + oa * p->item,
+         b->data + ob * p->item, buf, (int)nj);
+    if (p->epilogue)
+        p->epilogue(p->ctx, batch, i0, j0, mi, nj, buf, nj);
+    for (int64_t i = 0; i < mi; i++) /* rounded once into f16 or bf16 */
+        tr__cpu_cast_row(dst + i * ldd * p->out_item, p->out_item, p->c->dtype,
+                         buf + i * nj * p->item, p->item, p->compute, nj);
+}
+
+/* The calling thread's tile buffer (NULL when gemm writes direct). */
+static char *tile_buffer(const struct product *p, char *buffers)
+{
+    return buffers ? buffers + (int64_t)tr__team_index() * TILE_M * TILE_N * p->item : NULL;
+}
+
+/* The product into c's memory, a tile at a time. */
+static void multiply_into(const struct product *p, const struct tr__mm_tiles *tiles,
+                          char *out, char *buffers)
+{
+#pragma omp parallel for schedule(dynamic) num_threads(tiles->threads) if (tiles->parallel)
+    for (int64_t w = 0; w < tiles->work; w++) {
+        int64_t batch = w / (tiles->rows * tiles->cols), tile = w % (tiles->rows * tiles->cols);
+        int64_t i0 = tile / tiles->cols * TILE_M, j0 = tile % tiles->cols * TILE_N;
+
+        product_tile(p, batch, i0, j0, out + ((batch * p->m + i0) * p->n + j0) * p->out_item,
+                     p->n, tile_buffer(p, buffers));
+    }
+}
+
+/* The bytes of a band: TILE_M rows of the result (all of them when
+ * fewer), whole, as they lie in it. */
+static int64_t band_bytes(int64_t m, int64_t n, int64_t out_item)
+{
+    return (m < TILE_M ? m : TILE_M) * n * out_item;
+}
+
+/* The product handed to store a band at a time: each thread computes a
+ * band's tiles into its stage, which hands the band over in one call
+ * before it takes the next.  The tiles are those of multiply_into, so
+ * the bits are too. */
+static tr_status multiply_streamed(const char *name, const struct product *p,
+                                   const struct tr__mm_tiles *tiles, int64_t nbatch,
+                                   char *buffers, const struct tr__store *store)
+{
+    int64_t bands = nbatch * tiles->rows, cap = band_bytes(p->m, p->n, p->out_item);
+    atomic_int store_error = 0;
+    bool failed = false;
+
+#pragma omp parallel num_threads(tiles->threads) if (tiles->parallel)
+    {
+        struct tr__stage stage;
+        char *buf = tile_buffer(p, buffers);
+
+        tr__stage_init(&stage, store, (uint64_t)cap);
+        if (!stage.buf) {
+#pragma omp atomic write
+            failed = true;
+        }
+#pragma omp for schedule(dynamic)
+        for (int64_t w = 0; w < bands; w++) {
+            int64_t batch = w / tiles->rows, i0 = w % tiles->rows * TILE_M;
+            int64_t mi = p->m - i0 < TILE_M ? p->m - i0 : TILE_M;
+            char *band;
+
+            if (!stage.buf || stage.err)
+                continue;
+            band = tr__stage_place(&stage, (uint64_t)((batch * p->m + i0) * p->n * p->out_item),
+                                   (uint64_t)(mi * p->n * p->out_item));
+            if (p->k == 0) /* an empty sum */
+                tr__cpu_fill_zero(band, (uint64_t)(mi * p->n * p->out_item));
+            for (int64_t j0 = 0; j0 < p->n && p->k > 0; j0 += TILE_N)
+                product_tile(p, batch, i0, j0, band + j0 * p->out_item, p->n, buf);
+        }
+        tr__stage_finish(&stage, &store_error); /* nothing when it has no buffer */
+    }
+    if (failed)
+        return tr__set_error(TR_ERR_OOM, "%s: out of memory for a thread's band of the result",
+                             name);
+    if (atomic_load(&store_error))
+        return tr__store_failed(store, atomic_load(&store_error));
+    return TR_OK;
+}
+
+bool tr__mm_streams(const struct tr__mm_operand *a, const struct tr__mm_operand *b,
+                    const struct tr_value *c, int nb)
+{
+    int64_t nbatch = 1, numel = 1, out_item = (int64_t)tr_dtype_size(c->dtype);
     struct tr__mm_tiles tiles;
 
+    for (int i = 0; i < c->ndim; i++)
+        numel *= c->shape[i];
+    for (int i = 0; i < nb; i++)
+        nbatch *= c->shape[i];
+    if (numel == 0 || a->cols > INT_MAX || b->cols > INT_MAX ||
+        band_bytes(a->rows, b->cols, out_item) > BAND_BYTES)
+        return false;
+    tiles = tr__mm_tiles_of(nbatch, a->rows, b->cols, a->cols, TILE_M, TILE_N, PARALLEL_FLOPS);
+    /* fewer bands than threads would leave threads idle that tiles keep
+     * busy */
+    return !tiles.parallel || nbatch * tiles.rows >= tiles.threads;
+}
+
+struct tr_tensor *tr__mm_result(const char *name, const struct tr_value *out,
+                                const struct tr_dest *dest, const struct tr__mm_operand *a,
+                                const struct tr__mm_operand *b, int nb, struct tr__store *store)
+{
+    if (tr__mm_streams(a, b, out, nb))
+        return tr__stream_result(name, out, out->device, dest, store);
+    memset(store, 0, sizeof *store);
+    return tr__new_result(name, out, out->device, dest);
+}
+
+tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
+                          const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
+                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx,
+                          const struct tr__store *store)
+{
+    struct product p = {.a = a, .b = b, .c = c, .nb = nb, .compute = compute, .m = a->rows,
+                        .n = b->cols, .k = a->cols, .epilogue = epilogue, .ctx = ctx};
+    bool streamed = store && store->fn;
+    int64_t nbatch = 1;
+    struct tr_tensor *scratch = NULL;
+    char *out = NULL, *buffers = NULL;
+    struct tr__mm_tiles tiles;
+    tr_status s = TR_OK;
+
+    p.item = (int64_t)tr_dtype_size(compute);
+    p.out_item = (int64_t)tr_dtype_size(c->dtype);
+    /* gemm writes straight into the result (or its band) when it has the
+     * compute dtype and a row length BLAS can count; else into a tile
+     * buffer, then converted */
+    p.direct = c->dtype == compute && p.n <= INT_MAX;
     for (int i = 0; i < nb; i++)
         nbatch *= c->shape[i];
     if (tr_tensor_numel(c) == 0)
         return TR_OK;
-    out = tr_tensor_data_mut(c);
-    if (!out)
-        return tr_last_status();
-    if (k == 0) { /* an empty sum */
+    if (!streamed) {
+        out = tr_tensor_data_mut(c);
+        if (!out)
+            return tr_last_status();
+    }
+    if (p.k == 0 && !streamed) { /* an empty sum */
         tr__cpu_fill_zero(out, tr_tensor_nbytes(c));
         return TR_OK;
     }
-    TR_RETURN_ERROR_IF(k > INT_MAX, TR_ERR_SHAPE,
+    TR_RETURN_ERROR_IF(p.k > INT_MAX, TR_ERR_SHAPE,
                        "%s: the inner dimension %lld is longer than BLAS can count", name,
-                       (long long)k);
-    tiles = tr__mm_tiles_of(nbatch, m, n, k, TILE_M, TILE_N, PARALLEL_FLOPS);
-    if (!direct) {
+                       (long long)p.k);
+    tiles = tr__mm_tiles_of(nbatch, p.m, p.n, p.k, TILE_M, TILE_N, PARALLEL_FLOPS);
+    if (!p.direct) {
         int64_t shape[2] = {tiles.threads, (int64_t)TILE_M * TILE_N};
         scratch = tr__empty(name, compute, 2, shape, c->storage->device);
         if (!scratch)
@@ -218,41 +375,12 @@ tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
         buffers = scratch->storage->data + scratch->offset;
     }
     pthread_once(&blas_once, stop_blas_threads);
-
-#pragma omp parallel for schedule(dynamic) num_threads(tiles.threads) if (tiles.parallel)
-    for (int64_t w = 0; w < tiles.work; w++) {
-        int64_t batch = w / (tiles.rows * tiles.cols), tile = w % (tiles.rows * tiles.cols);
-        int64_t i0 = tile / tiles.cols * TILE_M, j0 = tile % tiles.cols * TILE_N;
-        int64_t mi = m - i0 < TILE_M ? m - i0 : TILE_M, nj = n - j0 < TILE_N ? n - j0 : TILE_N;
-        int64_t oa, ob;
-        char *dst = out + ((batch * m + i0) * n + j0) * out_item;
-        char *buf;
-
-        tr__mm_batch_offsets(c, nb, a, b, batch, &oa, &ob);
-        oa += i0 * a->rs;
-        ob += j0 * b->cs;
-        if (direct) {
-            gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item,
-                 b->data + ob * item, dst, (int)n);
-            if (epilogue)
-                epilogue(ctx, batch, i0, j0, mi, nj, dst, n);
-            continue;
-        }
-#ifdef _OPENMP
-        buf = buffers + (int64_t)omp_get_thread_num() * TILE_M * TILE_N * item;
-#else
-        buf = buffers;
-#endif
-        gemm(compute, a, b, (int)mi, (int)nj, (int)k, a->data + oa * item, b->data + ob * item,
-             buf, (int)nj);
-        if (epilogue)
-            epilogue(ctx, batch, i0, j0, mi, nj, buf, nj);
-        for (int64_t i = 0; i < mi; i++) /* rounded once into f16 or bf16 */
-            tr__cpu_cast_row(dst + i * n * out_item, out_item, c->dtype, buf + i * nj * item,
-                             item, compute, nj);
-    }
+    if (streamed)
+        s = multiply_streamed(name, &p, &tiles, nbatch, buffers, store);
+    else
+        multiply_into(&p, &tiles, out, buffers);
     tr_release(scratch);
-    return TR_OK;
+    return s;
 }
 
 /* matmul(a, b), and dot(a, b), which is matmul of two vectors. */
@@ -265,6 +393,7 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     bool integer = tr_dtype_is_integer(out->dtype);
     struct tr__mm_operand a, b;
     struct tr_tensor *ta, *tb, *c = NULL;
+    struct tr__store store;
     int nb;
     tr_status s;
 
@@ -304,8 +433,9 @@ tr_status tr__k_matmul(const struct tr__op *op, const struct tr_arg *args,
     else
         tr_release(tb);
     if (s == TR_OK) {
-        c = tr__new_result(name, out, out->device, dest);
-        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute, NULL, NULL) : tr_last_status();
+        c = tr__mm_result(name, out, dest, &a, &b, nb, &store);
+        s = c ? tr__mm_multiply(name, &a, &b, c, nb, compute, NULL, NULL, &store)
+              : tr_last_status();
     }
     tr_release(a.t);
     tr_release(b.t);

@@ -141,14 +141,33 @@ tr_status tr__mm_prepare(const char *name, struct tr__mm_operand *o, struct tr_t
 typedef void (*tr__mm_epilogue)(void *ctx, int64_t batch, int64_t i0, int64_t j0, int64_t mi,
                                 int64_t nj, char *tile, int64_t ld);
 
+/* Whether the result c of the float product of a and b (prepared; c's
+ * first nb dimensions are the batch) is better handed to a store a band
+ * at a time, when its destination takes stores, than computed into the
+ * destination's mapping: a band (the TILE_M rows of the result that one
+ * row of tiles makes, whole) fits a thread's 1 MiB, and there are at
+ * least as many bands as threads. */
+bool tr__mm_streams(const struct tr__mm_operand *a, const struct tr__mm_operand *b,
+                    const struct tr_value *c, int nb);
+/* The product's result: tr__stream_result when tr__mm_streams says so,
+ * else tr__new_result, with store->fn NULL. */
+struct tr_tensor *tr__mm_result(const char *name, const struct tr_value *out,
+                                const struct tr_dest *dest, const struct tr__mm_operand *a,
+                                const struct tr__mm_operand *b, int nb, struct tr__store *store);
+
 /* The float product of a and b (prepared, of dtype compute) into the
  * compact result c, whose first nb dimensions are the batch: tiles of
  * fixed sizes, one gemm call each, shared out over the threads; the
- * epilogue (or NULL) runs on each tile.  An empty inner dimension gives
- * zeros without calling it.  Its tile buffers are tr__mm_tile_scratch. */
+ * epilogue (or NULL) runs on each tile.  With a store (not NULL, its fn
+ * set: tr__mm_result's), c's memory is never written: each thread
+ * computes a band's tiles into a buffer of its own (malloc'd, outside the
+ * pool, as a stage is) and hands the band over in one call.  An empty
+ * inner dimension gives zeros without calling the epilogue.  Its tile
+ * buffers are tr__mm_tile_scratch. */
 tr_status tr__mm_multiply(const char *name, const struct tr__mm_operand *a,
                           const struct tr__mm_operand *b, struct tr_tensor *c, int nb,
-                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx);
+                          enum tr_dtype compute, tr__mm_epilogue epilogue, void *ctx,
+                          const struct tr__store *store);
 
 /* The elementwise product of two blocks of dtype compute (f32, f64, i64
  * or u64; integers wrap), for tr__map: outer's, and einsum's products
