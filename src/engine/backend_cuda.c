@@ -184,7 +184,9 @@ static void cuda_raw_free(void *ctx, void *ptr, uint64_t bytes)
 
 static void cuda_pool_backend(int index, struct tr__pool_backend *out)
 {
-    *out = (struct tr__pool_backend){cuda_raw_alloc, cuda_raw_free, (void *)(intptr_t)index};
+    *out = (struct tr__pool_backend){.raw_alloc = cuda_raw_alloc,
+                                     .raw_free = cuda_raw_free,
+                                     .ctx = (void *)(intptr_t)index};
 }
 
 static tr_status cuda_failed(const char *fn, int index, const char *why)

@@ -3,13 +3,16 @@
  * interface, so that every machine has a second device to test with
  * (per-device pools and statistics, transfers, placement).  Test-only: it
  * exists only when TENSORRUN_FAKE_DEVICES=N (1 to 8) is set, as fake:0 ..
- * fake:N-1.
+ * fake:N-1, each with as much memory as TENSORRUN_FAKE_MEMORY=BYTES says
+ * (a device that runs out), or as the host gives.
  *
  * Its copies behave like a GPU's asynchronous ones: each is queued on the
  * device's stream and applied only when an event recorded after it is
  * waited for, on synchronize, on the second query of such an event, before
  * a kernel of the device runs, or before the pool frees a segment.  Code
- * that reads a copy's destination without waiting sees the old bytes.
+ * that reads a copy's destination without waiting sees the old bytes.  Its
+ * pool defers a free made while copies are queued (pool_impl.h) until
+ * they land.
  *
  * Its kernels are the CPU's, run on its memory (they make their results on
  * the device they run for, so those come from the fake pool), except
@@ -26,6 +29,7 @@
 
 #define MAX_FAKE 8
 #define ENV "TENSORRUN_FAKE_DEVICES"
+#define MEMORY_ENV "TENSORRUN_FAKE_MEMORY"
 /* an event answers "not yet" to this many queries, then lets its work land */
 #define QUERIES_BEFORE_LANDING 1
 /* the op the fake device has no kernel for */
@@ -49,6 +53,7 @@ struct fake {
     struct work *queue;        /* queue[first .. first + count): not applied yet */
     size_t first, count, cap;
     uint64_t issued, landed;   /* work items enqueued and applied, ever */
+    uint64_t reserved;         /* bytes of the segments its pool holds */
 };
 
 static struct fake fakes[MAX_FAKE];
@@ -226,28 +231,96 @@ static tr_status fake_event_wait(struct tr__event *event, const char *fn)
 
 /* ------------------------------------------------------------------ pool */
 
+/* The bytes each fake device has, TENSORRUN_FAKE_MEMORY, or 0 for as much
+ * as the host gives: read at every segment, so that a test can change it
+ * between allocations. */
+static uint64_t capacity(void)
+{
+    const char *env = getenv(MEMORY_ENV);
+    char *end;
+    unsigned long long n;
+
+    if (!env || !*env)
+        return 0;
+    errno = 0;
+    n = strtoull(env, &end, 10);
+    return *end == '\0' && errno == 0 ? (uint64_t)n : 0;
+}
+
 /* Segments are plain host memory; ctx is the device's struct fake. */
 static void *fake_raw_alloc(void *ctx, uint64_t bytes)
 {
+    struct fake *f = ctx;
+    uint64_t cap = capacity();
     void *p = NULL;
+    bool fits;
 
-    (void)ctx;
-    if (bytes > SIZE_MAX || posix_memalign(&p, 4096, (size_t)bytes) != 0)
+    pthread_mutex_lock(&f->lock);
+    fits = cap == 0 || (f->reserved <= cap && bytes <= cap - f->reserved);
+    if (fits)
+        f->reserved += bytes;
+    pthread_mutex_unlock(&f->lock);
+    if (!fits)
         return NULL;
+    if (bytes > SIZE_MAX || posix_memalign(&p, 4096, (size_t)bytes) != 0) {
+        pthread_mutex_lock(&f->lock);
+        f->reserved -= bytes;
+        pthread_mutex_unlock(&f->lock);
+        return NULL;
+    }
     return p;
 }
 
 /* Queued work may still write into the segment: it lands first. */
 static void fake_raw_free(void *ctx, void *ptr, uint64_t bytes)
 {
-    (void)bytes;
-    land_all(ctx);
+    struct fake *f = ctx;
+
+    land_all(f);
     free(ptr);
+    pthread_mutex_lock(&f->lock);
+    f->reserved -= bytes;
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* The stream's marks are its counts of work issued; a query lands
+ * nothing, so a block freed with work queued stays deferred until
+ * something waits for that work. */
+static uint64_t fake_stream_mark(void *ctx)
+{
+    struct fake *f = ctx;
+    uint64_t mark;
+
+    pthread_mutex_lock(&f->lock);
+    mark = f->issued;
+    pthread_mutex_unlock(&f->lock);
+    return mark;
+}
+
+static bool fake_stream_done(void *ctx, uint64_t mark)
+{
+    struct fake *f = ctx;
+    bool done;
+
+    pthread_mutex_lock(&f->lock);
+    done = f->landed >= mark;
+    pthread_mutex_unlock(&f->lock);
+    return done;
+}
+
+static void fake_stream_wait(void *ctx, uint64_t mark)
+{
+    land(ctx, mark);
 }
 
 static void fake_pool_backend(int index, struct tr__pool_backend *out)
 {
-    *out = (struct tr__pool_backend){fake_raw_alloc, fake_raw_free, &fakes[index]};
+    *out = (struct tr__pool_backend){.raw_alloc = fake_raw_alloc,
+                                     .raw_free = fake_raw_free,
+                                     .ctx = &fakes[index],
+                                     .stream_mark = fake_stream_mark,
+                                     .stream_done = fake_stream_done,
+                                     .stream_wait = fake_stream_wait};
 }
 
 /* --------------------------------------------------------------- kernels */

@@ -9,6 +9,13 @@
  * and the lowest-addressed among equals.  A freed block merges with free
  * neighbours of its segment; a segment that is one free block again is idle
  * and goes back to the backend on tr__pool_release_cached.
+ *
+ * On a device with a stream, a block freed while work issued before its
+ * free may not be done is deferred: it stays out of the free lists (and
+ * unmerged) on a queue in the order of the frees, until the stream passes
+ * its mark.  Its bytes leave active_bytes at the free, so that the peak is
+ * what a plan predicts whatever the device's timing; they are cached and
+ * pending until then.
  */
 #include "pool_impl.h"
 
@@ -26,7 +33,10 @@ struct tr__segment {
 struct tr__block {
     char *ptr;
     uint64_t size;
-    bool allocated;
+    bool allocated;                /* in use, or deferred: not free yet */
+    bool deferred;                 /* freed, its stream's mark not done yet */
+    uint64_t mark;                 /* deferred: the stream's mark at its free */
+    struct tr__block *deferred_next; /* the pool's deferred blocks, oldest first */
     struct tr__segment *segment;
     struct tr__block *prev, *next;           /* address neighbours in the segment */
     struct tr__block *free_prev, *free_next; /* the class's free list, when free */
@@ -39,6 +49,7 @@ struct tr__pool {
     struct tr__block *free_small; /* ordered by (size, address) */
     struct tr__block *free_large;
     struct tr__segment *segments;
+    struct tr__block *deferred, *deferred_last; /* in the order freed */
     struct tr_memory_stats stats; /* cached_bytes is derived on read */
 };
 
@@ -80,6 +91,8 @@ void tr__pool_destroy(struct tr__pool *pool)
 {
     if (!pool)
         return;
+    if (pool->deferred_last && pool->backend.stream_wait)
+        pool->backend.stream_wait(pool->backend.ctx, pool->deferred_last->mark);
     while (pool->segments)
         free_segment(pool, pool->segments);
     pthread_mutex_destroy(&pool->lock);
@@ -214,11 +227,70 @@ static bool split(struct tr__pool *pool, struct tr__block *b, uint64_t size)
     return true;
 }
 
+/* ------------------------------------------------------- freeing blocks */
+
+/* Folds b->next, which is free and out of the free list, into b. */
+static void absorb_next(struct tr__block *b)
+{
+    struct tr__block *n = b->next;
+
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next)
+        n->next->prev = b;
+    free(n);
+}
+
+/* Makes b, which nothing uses any more, a free block of the cache. */
+static void make_free(struct tr__pool *pool, struct tr__block *b)
+{
+    b->allocated = false;
+    if (b->next && !b->next->allocated) {
+        free_list_remove(pool, b->next);
+        absorb_next(b);
+    }
+    if (b->prev && !b->prev->allocated) {
+        b = b->prev;
+        free_list_remove(pool, b);
+        absorb_next(b);
+    }
+    free_list_insert(pool, b);
+}
+
+/* Frees the deferred blocks whose marks are done, oldest first: a mark
+ * later than one not done is not done either. */
+static void drain_deferred(struct tr__pool *pool)
+{
+    struct tr__block *b;
+
+    while ((b = pool->deferred) && pool->backend.stream_done(pool->backend.ctx, b->mark)) {
+        pool->deferred = b->deferred_next;
+        if (!pool->deferred)
+            pool->deferred_last = NULL;
+        b->deferred = false;
+        b->deferred_next = NULL;
+        pool->stats.pending_bytes -= b->size;
+        make_free(pool, b);
+    }
+}
+
+/* Waits until the work of every deferred block is done, and frees them. */
+static void wait_deferred(struct tr__pool *pool)
+{
+    if (pool->deferred_last)
+        pool->backend.stream_wait(pool->backend.ctx, pool->deferred_last->mark);
+    drain_deferred(pool);
+}
+
+/* -------------------------------------------------------------- release */
+
 static uint64_t release_cached_locked(struct tr__pool *pool)
 {
     uint64_t released = 0;
-    struct tr__segment *seg = pool->segments;
+    struct tr__segment *seg;
 
+    drain_deferred(pool);
+    seg = pool->segments;
     while (seg) {
         struct tr__segment *next = seg->next;
         struct tr__block *b = seg->first;
@@ -313,7 +385,14 @@ static struct tr__block *grow(struct tr__pool *pool, bool small, uint64_t bytes,
     }
     b = new_segment(pool, small, seg_size);
     if (!b && !retried) {
+        /* what waits for the device's work may be what fits: wait for it */
         pool->stats.retry_count++;
+        wait_deferred(pool);
+        b = best_fit(pool, small, size);
+        if (b) {
+            free_list_remove(pool, b);
+            return b;
+        }
         released = release_cached_locked(pool);
         b = new_segment(pool, small, seg_size);
     }
@@ -338,6 +417,7 @@ struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **p
     }
     size = tr__pool_round(bytes);
     pthread_mutex_lock(&pool->lock);
+    drain_deferred(pool);
     if (!active_within_limit(pool, size)) {
         pool->stats.oom_count++;
         set_limit_error(pool, bytes, size);
@@ -374,35 +454,28 @@ struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **p
     return b;
 }
 
-/* Folds b->next, which is free and out of the free list, into b. */
-static void absorb_next(struct tr__block *b)
-{
-    struct tr__block *n = b->next;
-
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next)
-        n->next->prev = b;
-    free(n);
-}
-
 void tr__pool_free(struct tr__pool *pool, struct tr__block *b)
 {
+    const struct tr__pool_backend *be = &pool->backend;
+
     if (!b)
         return;
     pthread_mutex_lock(&pool->lock);
-    b->allocated = false;
     pool->stats.active_bytes -= b->size;
-    if (b->next && !b->next->allocated) {
-        free_list_remove(pool, b->next);
-        absorb_next(b);
+    if (be->stream_mark) {
+        b->mark = be->stream_mark(be->ctx);
+        b->deferred = !be->stream_done(be->ctx, b->mark);
     }
-    if (b->prev && !b->prev->allocated) {
-        b = b->prev;
-        free_list_remove(pool, b);
-        absorb_next(b);
+    if (b->deferred) {
+        pool->stats.pending_bytes += b->size;
+        if (pool->deferred_last)
+            pool->deferred_last->deferred_next = b;
+        else
+            pool->deferred = b;
+        pool->deferred_last = b;
+    } else {
+        make_free(pool, b);
     }
-    free_list_insert(pool, b);
     pthread_mutex_unlock(&pool->lock);
 }
 

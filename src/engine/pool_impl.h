@@ -15,11 +15,22 @@
 /* How a pool gets and returns whole segments.  raw_alloc returns memory
  * aligned to at least 256 bytes (blocks start at multiples of 512 bytes
  * into a segment, so every block is at least 64-byte aligned), or NULL
- * when the system refuses. */
+ * when the system refuses.
+ *
+ * A device whose work runs after the host issues it (a stream) also says
+ * where its stream is: stream_mark, a number for the work issued so far;
+ * stream_done, whether the work up to a mark is done (a query: it waits
+ * for nothing); stream_wait, a wait for it.  A block freed on such a
+ * device may still be read or written by work issued before its free, so
+ * it is reused, merged or given back only once its mark is done (a
+ * deferred free).  NULL for the CPU, whose frees take effect at once. */
 struct tr__pool_backend {
     void *(*raw_alloc)(void *ctx, uint64_t bytes);
     void (*raw_free)(void *ctx, void *ptr, uint64_t bytes);
     void *ctx;
+    uint64_t (*stream_mark)(void *ctx);
+    bool (*stream_done)(void *ctx, uint64_t mark);
+    void (*stream_wait)(void *ctx, uint64_t mark);
 };
 
 struct tr__pool;
@@ -38,12 +49,17 @@ uint64_t tr__pool_round(uint64_t bytes);
  * would take the active bytes past the limit, or when neither the cache nor
  * the backend can provide it. */
 struct tr__block *tr__pool_alloc(struct tr__pool *pool, uint64_t bytes, void **ptr);
-/* Returns a block to the cache, merged with free neighbours; NULL is a no-op. */
+/* Returns a block to the cache, merged with free neighbours; NULL is a
+ * no-op.  On a device with a stream whose work up to now is not done, the
+ * block is deferred instead: no longer active, counted as cached and
+ * pending, and free once that work is done and the pool next looks (an
+ * allocation, a release, the wait of an allocation that does not fit). */
 void tr__pool_free(struct tr__pool *pool, struct tr__block *block);
 uint64_t tr__pool_block_size(const struct tr__block *block);
 
 /* The public tr_release_cached, tr_memory_stats, tr_memory_set_limit and
- * tr_memory_reset_peak, for one pool. */
+ * tr_memory_reset_peak, for one pool.  A release first frees the deferred
+ * blocks whose work is done, and waits for none. */
 uint64_t tr__pool_release_cached(struct tr__pool *pool);
 void tr__pool_stats(struct tr__pool *pool, struct tr_memory_stats *out);
 void tr__pool_set_limit(struct tr__pool *pool, uint64_t bytes);

@@ -215,13 +215,20 @@ struct tr_memory_stats {
     uint64_t oom_count;         /* allocations that failed for lack of memory */
     uint64_t released_bytes;    /* given back by all releases so far */
     uint64_t segment_count;     /* blocks currently taken from the OS/driver */
+    uint64_t pending_bytes;     /* of cached_bytes: freed, but the device's work
+                                   issued before the free is not done yet, so
+                                   not reusable (deferred frees; always 0 on
+                                   the CPU) */
 };
 
 /* Fills *out with the device pool's statistics (all zero for a pool that
  * was never used).  TR_ERR_DEVICE for a device that is not available. */
 tr_status tr_memory_stats(struct tr_device device, struct tr_memory_stats *out);
 /* Gives every idle segment of the device's pool back to the OS or driver and
- * returns the bytes released.  Never touches memory in use.  0, with
+ * returns the bytes released: first the deferred frees whose device work is
+ * done join the cache, then idle blocks merge, then whole empty segments go
+ * back.  Never touches memory in use, nor memory whose last use on the
+ * device is not done (it waits for nothing).  0, with
  * TR_ERR_DEVICE as the last error, for a device that is not available. */
 uint64_t tr_release_cached(struct tr_device device);
 /* Caps the pool's active bytes, after rounding (0 removes the cap): an

@@ -367,21 +367,100 @@ static void test_events(void)
        "the CPU's events are complete when recorded");
     tr_release(t);
 
-    /* a segment goes back only once the work queued into it has landed */
-    {
-        int64_t n = 1 << 20; /* 4 MiB of f32: a segment of its own */
-        float *from = calloc((size_t)n, sizeof *from);
-        struct tr_tensor *big = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
-        ok(big && from && b->upload(1, tr_tensor_data_mut(big), from, (uint64_t)n * 4, "test") ==
-                              TR_OK &&
-               tr__event_record(TR_FAKE(1), &e, "test") == TR_OK,
-           "a copy queued into a 4 MiB fake:1 block");
-        tr_release(big);
-        ok(tr_release_cached(TR_FAKE(1)) >= 4 * MiB &&
-               tr__event_query(&e, &done, "test") == TR_OK && done,
-           "release_cached: the copy landed before its segment was freed");
-        free(from);
+}
+
+/* -------------------------------------------------------- deferred frees */
+
+/* A block freed while a copy into it is queued is deferred: out of the
+ * active bytes at once (so the peak does not depend on the device's
+ * timing), pending in the cache, reused and given back only once the copy
+ * has landed; a release never waits for it. */
+static void test_deferred_frees(void)
+{
+    const struct tr__backend *b = tr__backend_of(TR_DEV_FAKE);
+    int64_t n = 1 << 20; /* 4 MiB of f32: a segment of its own */
+    float *from = calloc((size_t)n, sizeof *from);
+    struct tr_tensor *big, *next;
+    struct tr_memory_stats before, s;
+    void *old;
+    float *mem;
+    struct tr__event e;
+    bool done = false, kept;
+
+    tr_release_cached(TR_FAKE(1));
+    before = stats_of(TR_FAKE(1));
+    big = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    old = big ? tr_tensor_data_mut(big) : NULL;
+
+    for (int64_t i = 0; from && i < n; i++)
+        from[i] = 7;
+    ok(old && from && b->upload(1, old, from, (uint64_t)n * 4, "test") == TR_OK &&
+           tr__event_record(TR_FAKE(1), &e, "test") == TR_OK,
+       "a copy queued into a 4 MiB fake:1 block");
+    if (!old || !from)
+        return;
+    tr_release(big);
+    s = stats_of(TR_FAKE(1));
+    ok(s.active_bytes == before.active_bytes && s.pending_bytes == 4 * MiB &&
+           s.cached_bytes >= 4 * MiB,
+       "freed with the copy queued: not active, pending (%llu bytes) in the cache",
+       (unsigned long long)s.pending_bytes);
+    ok(tr_release_cached(TR_FAKE(1)) == 0 && stats_of(TR_FAKE(1)).pending_bytes == 4 * MiB &&
+           tr__event_query(&e, &done, "test") == TR_OK && !done,
+       "release_cached gives nothing back and waits for nothing");
+
+    next = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    mem = next ? tr_tensor_data_mut(next) : NULL;
+    ok(mem && (void *)mem != old && stats_of(TR_FAKE(1)).reserved_bytes == s.reserved_bytes + 4 * MiB,
+       "a block of the same size is not the pending one: a new segment");
+    if (mem) {
+        memset(mem, 0, (size_t)n * sizeof *mem);
+        tr_device_synchronize(TR_FAKE(1));
+        kept = true;
+        for (int64_t i = 0; i < n && kept; i += 4096)
+            kept = mem[i] == 0;
+        ok(kept, "so the copy, landing, writes into the old block, not the new one");
     }
+    s = stats_of(TR_FAKE(1));
+    ok(s.pending_bytes == 4 * MiB, "landed, the block stays pending until the pool looks");
+    ok(tr_release_cached(TR_FAKE(1)) == 4 * MiB && stats_of(TR_FAKE(1)).pending_bytes == 0,
+       "then release_cached frees it and gives its segment back");
+    tr_release(next);
+    ok(tr_release_cached(TR_FAKE(1)) == 4 * MiB, "and the other one once it is released");
+
+    /* with nothing queued, a free takes effect at once */
+    big = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    tr_release(big);
+    s = stats_of(TR_FAKE(1));
+    ok(big && s.pending_bytes == 0 && s.cached_bytes == 4 * MiB,
+       "a free with nothing queued is not deferred");
+    next = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    ok(next && stats_of(TR_FAKE(1)).cache_hit_count == s.cache_hit_count + 1,
+       "and its block is reused");
+    tr_release(next);
+    tr_release_cached(TR_FAKE(1));
+
+    /* a device that has no room for a new segment: the allocation waits
+     * for the pending frees and takes one of them */
+    setenv("TENSORRUN_FAKE_MEMORY", "6291456", 1); /* 6 MiB */
+    big = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    old = big ? tr_tensor_data_mut(big) : NULL;
+    ok(old && b->upload(1, old, from, (uint64_t)n * 4, "test") == TR_OK,
+       "a 6 MiB fake:1, another copy queued into a 4 MiB block");
+    tr_release(big);
+    s = stats_of(TR_FAKE(1));
+    next = tr_empty(TR_DTYPE_F32, 1, &n, TR_FAKE(1));
+    mem = next ? tr_tensor_data_mut(next) : NULL;
+    ok(s.pending_bytes == 4 * MiB && mem == old && stats_of(TR_FAKE(1)).pending_bytes == 0 &&
+           stats_of(TR_FAKE(1)).retry_count == s.retry_count + 1,
+       "the next 4 MiB does not fit beside it: the pool waits, and reuses the block (a retry)");
+    ok(mem && mem[0] == 7 && mem[n - 1] == 7, "after the copy into it has landed");
+    tr_release(next);
+    next = tr_empty(TR_DTYPE_F32, 1, (int64_t[]){2 * n}, TR_FAKE(1));
+    ok(!next && tr_last_status() == TR_ERR_OOM, "8 MiB does not fit in 6: out of memory");
+    unsetenv("TENSORRUN_FAKE_MEMORY");
+    tr_release_cached(TR_FAKE(1));
+    free(from);
 }
 
 /* --------------------------------------------------------------------- ops */
@@ -582,6 +661,7 @@ int main(void)
     test_round_trip_bits();
     test_strided_views();
     test_events();
+    test_deferred_frees();
     test_ops();
     test_strided_operands();
     test_unsupported_and_mixed();
