@@ -36,10 +36,11 @@ bool parse_int_list(const char *text, int64_t *out, int max, int *n, bool allow_
  * KiB MiB GiB TiB are powers of 1024, KB MB GB TB powers of 1000, a bare
  * number or B is bytes.  false when malformed or past 2^64. */
 bool parse_size(const char *text, uint64_t *out);
-/* Warns of a --memory-limit (as written: text) below 1 MiB, almost surely
- * a unit left out (512 for 512M), or above the machine's memory, which
- * caps nothing; the command goes on with the limit as written. */
-void warn_memory_limit(const char *text, uint64_t limit);
+/* Warns of a --memory-limit size (as written: text) below 1 MiB, almost
+ * surely a unit left out (512 for 512M), or, for host memory, above the
+ * machine's memory, which caps nothing; the command goes on with the
+ * limit as written. */
+void warn_memory_limit(const char *text, uint64_t limit, bool host);
 /* An output --format: npy, safetensors or raw (npz too, for the caller to
  * refuse), optionally followed by .zst; false for anything else. */
 bool parse_output_format(const char *text, enum tio_format *format, bool *zstd);

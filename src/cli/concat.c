@@ -133,7 +133,7 @@ static int parse_args(int argc, char **argv, struct concat_args *a)
             if (!parse_size(optarg, &a->memory_limit) || a->memory_limit == 0)
                 return usage_error("concat: --memory-limit: '%s' is not a size (such as 512M, "
                                    "2G or 1.5GiB)", optarg);
-            warn_memory_limit(optarg, a->memory_limit);
+            warn_memory_limit(optarg, a->memory_limit, true);
             break;
         case OPT_INPUT_DTYPE:
             if (tr_dtype_parse(optarg, &a->layout.dtype) != TR_OK)

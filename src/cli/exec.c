@@ -873,7 +873,8 @@ int exec_run(struct plan *plan, const struct run_options *o)
             x.devices[x.ndevices++] = x.prog->stages[s].device;
     }
     for (size_t d = 0; d < x.ndevices; d++) {
-        if (tr_memory_set_limit(x.devices[d], o->memory_limit) != TR_OK) {
+        if (tr_memory_set_limit(x.devices[d], memory_limit_of(&o->limits, x.devices[d])) !=
+            TR_OK) {
             msg_error(NULL, "%s", tr_last_error());
             free(x.tensors);
             return EXIT_RUNTIME;

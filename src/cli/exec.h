@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "memory_limits.h"
 #include "plan.h"
 #include "report.h"
 
@@ -17,7 +18,7 @@ enum progress_mode { PROGRESS_AUTO, PROGRESS_ON, PROGRESS_OFF };
 
 struct run_options {
     int threads;                 /* 0: every online core */
-    uint64_t memory_limit;       /* 0: none */
+    struct memory_limits limits; /* --memory-limit */
     bool keep_cache;             /* --keep-cache: no release between stages */
     enum report_mode stats;
     FILE *stats_out;             /* where the statistics go */

@@ -91,7 +91,6 @@ struct pipeline {
     /* from the command line (run_loaded sets them before planning) */
     bool has_force_device;         /* --force-device: every stage on force_device */
     struct tr_device force_device;
-    uint64_t memory_limit;         /* --memory-limit in bytes; 0: none */
     int threads;                   /* --threads; 0: every online core */
     int shard_k, shard_n;          /* --shard K/N: the K-th of N ranges of every
                                       foreach stage's blocks; 0/0 unsharded */

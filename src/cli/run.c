@@ -183,12 +183,14 @@ static int parse_one(int c, const char *arg, bool eval, struct run_args *a)
             return usage_error("--threads: '%s' is not a number of threads (1 to 4096)", arg);
         a->options.threads = (int)n;
         return EXIT_OK;
-    case OPT_MEMORY_LIMIT:
-        if (!parse_size(arg, &a->options.memory_limit) || a->options.memory_limit == 0)
-            return usage_error("--memory-limit: '%s' is not a size (such as 512M, 2G or 1.5GiB)",
-                               arg);
-        warn_memory_limit(arg, a->options.memory_limit);
+    case OPT_MEMORY_LIMIT: {
+        char why[160];
+        if (!memory_limits_parse(arg, &a->options.limits, why, sizeof why))
+            return usage_error("--memory-limit: %s (a size, such as 512M, 2G or 1.5GiB, or "
+                               "sizes per device, such as cpu=8G,cuda=60G)",
+                               why);
         return EXIT_OK;
+    }
     case OPT_KEEP_CACHE:
         a->options.keep_cache = true;
         return EXIT_OK;
@@ -443,10 +445,12 @@ void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_lis
     }
 }
 
-void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_list *d)
+void check_stage_memory(const struct plan *plan, const struct memory_limits *limits,
+                        struct diag_list *d)
 {
     const struct program *prog = plan->program;
     const struct stage_memory *b = &prog->before;
+    uint64_t limit = memory_limit_of(limits, TR_CPU);
 
     if (limit && b->peak_bytes > limit) {
         char need[16], lim[16];
@@ -468,14 +472,15 @@ void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_lis
         return;
     }
 
-    for (size_t s = 0; limit && s < prog->nstages; s++) {
+    for (size_t s = 0; s < prog->nstages; s++) {
         const struct program_stage *st = &prog->stages[s];
         const struct stage *stage = plan->stages[s].stage;
         for (size_t k = 0; k < st->nmemory; k++) {
             const struct stage_memory *m = &st->memory[k];
             char need[16], lim[16], dev[TR_DEVICE_NAME_MAX];
             int line = stage->line, col = stage->col;
-            if (m->peak_bytes <= limit)
+            limit = memory_limit_of(limits, m->device);
+            if (!limit || m->peak_bytes <= limit)
                 continue;
             if (m->peak_at != SIZE_MAX) {
                 line = prog->instrs[m->peak_at].line;
@@ -512,7 +517,6 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     }
     p->has_force_device = a->force_given;
     p->force_device = a->force_device;
-    p->memory_limit = a->options.memory_limit;
     p->threads = a->options.threads;
     p->print_name = a->options.print_name;
     p->shard_k = a->shard_k;
@@ -523,7 +527,8 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
     if (!a->shard_n)
         shard_warn_unsharded();
     /* inputs read into memory (zstd, pipes) count from their first byte */
-    if (!a->dry_run && tr_memory_set_limit(TR_CPU, a->options.memory_limit) != TR_OK) {
+    if (!a->dry_run &&
+        tr_memory_set_limit(TR_CPU, memory_limit_of(&a->options.limits, TR_CPU)) != TR_OK) {
         msg_error(NULL, "%s", tr_last_error());
         return EXIT_RUNTIME;
     }
@@ -537,9 +542,9 @@ int run_loaded(struct pipeline *p, struct diag_list *d, struct run_args *a)
         return EXIT_USAGE;
     }
     if (plan && diag_exit_code(d) == EXIT_OK)
-        check_input_memory(plan, a->options.memory_limit, d);
+        check_input_memory(plan, memory_limit_of(&a->options.limits, TR_CPU), d);
     if (plan && diag_exit_code(d) == EXIT_OK)
-        check_stage_memory(plan, a->options.memory_limit, d);
+        check_stage_memory(plan, &a->options.limits, d);
     if (plan && a->dry_run)
         check_outputs_writable(p, d);
     status = plan ? diag_exit_code(d) : EXIT_OOM;

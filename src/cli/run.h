@@ -61,11 +61,12 @@ int check_standard_input(const struct pipeline *p);
  * their headers say.  For validate and --dry-run, before anything is read;
  * a run reports the same when it opens or loads the input. */
 void check_input_memory(const struct plan *plan, uint64_t limit, struct diag_list *d);
-/* The first stage whose exact peak (the memory pass's) would pass limit
- * on one of its devices is exit 5 at the statement where the peak is, so
- * that a run that cannot fit stops before it computes anything, and
- * validate says so. */
-void check_stage_memory(const struct plan *plan, uint64_t limit, struct diag_list *d);
+/* The first stage whose exact peak (the memory pass's) would pass the
+ * limit of one of its devices is exit 5 at the statement where the peak
+ * is, so that a run that cannot fit stops before it computes anything,
+ * and validate says so. */
+void check_stage_memory(const struct plan *plan, const struct memory_limits *limits,
+                        struct diag_list *d);
 
 /* Plans p (its diagnostics into d, printed here), then prints the plan for
  * a dry run or executes it.  The options that change the plan (--device,

@@ -255,7 +255,7 @@ static const char *size_words(uint64_t bytes, char *buf, size_t size)
     return buf;
 }
 
-void warn_memory_limit(const char *text, uint64_t limit)
+void warn_memory_limit(const char *text, uint64_t limit, bool host)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t machine = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -265,7 +265,7 @@ void warn_memory_limit(const char *text, uint64_t limit)
         size_t digits = strspn(text, "0123456789.");
         msg_warning(NULL, "--memory-limit %s is %s; did you mean %.*sM?", text,
                     size_words(limit, read_as, sizeof read_as), (int)digits, text);
-    } else if (machine && limit > machine) {
+    } else if (host && machine && limit > machine) {
         msg_warning(NULL, "--memory-limit %s is %s, more than this machine's memory (%s); "
                           "it limits nothing",
                     text, size_words(limit, read_as, sizeof read_as),

@@ -66,6 +66,42 @@ assert set(run["peak_active_bytes"]) == {"cpu", "fake:0"}, run'
     [ ! -e s.npy ] && [ ! -e z.npy ]
 }
 
+@test "--memory-limit per device: a kind, one device, the rest; the most specific wins" {
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 validate p.yaml --memory-limit cpu=64M,fake=6M
+    [[ "$stderr" == *"stage 'onfake' needs"*"on fake:0 at its peak, here, past the memory limit of 6.0 MiB"* ]]
+    # y back on the CPU, 4 MiB in the second stage (z goes into its file)
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 validate p.yaml --memory-limit fake=64M,3M
+    [[ "$stderr" == *"stage 'back' needs"*"on cpu at its peak"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 validate p.yaml --memory-limit 3M,fake=64M
+    [[ "$stderr" == *"stage 'back' needs"*"on cpu at its peak"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 validate p.yaml --memory-limit 64M,fake:0=6M
+    [[ "$stderr" == *"stage 'onfake' needs"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate p.yaml --memory-limit fake=6M,fake:0=64M,cpu=64M
+    # a run within each device's limit, and one past fake:0's, which stops
+    # before it computes
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 p.yaml -q --memory-limit fake=64M,cpu=16M
+    rm s.npy z.npy
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 p.yaml -q --memory-limit cpu=64M,fake=6M
+    [ ! -e s.npy ] && [ ! -e z.npy ]
+}
+
+@test "--memory-limit per device: malformed items are exit 2, and only the CPU's size is checked against this machine" {
+    for bad in gpu=1G cpu=1G,cpu=2G cpu= =1G 1G,2G cuda:x=1G cpu=0 ,; do
+        run_tensorrun 2 validate p.yaml --memory-limit "$bad"
+        [[ "$stderr" == *"--memory-limit:"* ]]
+    done
+    run_tensorrun 2 validate p.yaml --memory-limit gpu=1G
+    [[ "$stderr" == *"'gpu' is not a device"* ]]
+    run_tensorrun 2 validate p.yaml --memory-limit cpu=1G,cpu=2G
+    [[ "$stderr" == *"cpu is given two sizes"* ]]
+    run_tensorrun 0 validate p.yaml --memory-limit cpu=64M,cuda=100T
+    [[ "$stderr" != *"more than this machine's memory"* ]]
+    run_tensorrun 0 validate p.yaml --memory-limit 100T
+    [[ "$stderr" == *"more than this machine's memory"* ]]
+    run_tensorrun 0 validate p.yaml --memory-limit cuda=512
+    [[ "$stderr" == *"--memory-limit 512 is 512 bytes; did you mean 512M?"* ]]
+}
+
 @test "an op the device has no kernel for is refused before anything runs" {
     sed -i 's/      - s = sum(y)/      - s = cumsum(y, 0)/' p.yaml
     TENSORRUN_FAKE_DEVICES=1 run_tensorrun 1 p.yaml
