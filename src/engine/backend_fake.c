@@ -313,6 +313,20 @@ static void fake_stream_wait(void *ctx, uint64_t mark)
     land(ctx, mark);
 }
 
+/* Staging buffers are host memory too, outside the pool. */
+static void *fake_staging_alloc(int index, uint64_t bytes)
+{
+    (void)index;
+    return bytes <= SIZE_MAX ? malloc((size_t)bytes) : NULL;
+}
+
+static void fake_staging_free(int index, void *ptr, uint64_t bytes)
+{
+    (void)index;
+    (void)bytes;
+    free(ptr);
+}
+
 static void fake_pool_backend(int index, struct tr__pool_backend *out)
 {
     *out = (struct tr__pool_backend){.raw_alloc = fake_raw_alloc,
@@ -356,6 +370,8 @@ void tr__backend_fake_init(struct tr__backend *b)
         .download = fake_copy,
         .fill_zero = fake_fill_zero,
         .gather = fake_gather,
+        .staging_alloc = fake_staging_alloc,
+        .staging_free = fake_staging_free,
         .supports = fake_supports,
         .synchronize = fake_synchronize,
         .event_record = fake_event_record,

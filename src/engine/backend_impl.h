@@ -56,6 +56,11 @@ struct tr__backend {
     tr_status (*gather)(int index, void *dst, const void *src, size_t item, int ndim,
                         const int64_t *shape, const int64_t *strides, const char *fn);
 
+    /* Host memory that uploads are staged in (staging.c; pinned on a
+     * GPU), or NULL where an upload reads its source where it lies. */
+    void *(*staging_alloc)(int index, uint64_t bytes);
+    void (*staging_free)(int index, void *ptr, uint64_t bytes);
+
     /* Whether op id has a kernel here for tensor operands of these n
      * dtypes (the op's own rule has accepted them). */
     bool (*supports)(const struct tr__backend *self, enum tr_op_id id,
@@ -102,6 +107,21 @@ tr_status tr__device_download(struct tr_device device, void *dst, const void *sr
 tr_status tr__device_gather(struct tr_device device, void *dst, const void *src, size_t item,
                             int ndim, const int64_t *shape, const int64_t *strides,
                             const char *fn);
+
+/* The ring of staging.c: this many buffers of this many bytes, from the
+ * backend's staging_alloc, for one upload at a time; outside the pool. */
+#define TR__STAGING_SLOTS 2
+#define TR__STAGING_BYTES (4 << 20)
+
+/* Whether tr_to(t, to) from the host goes through staging buffers: to's
+ * backend has them, t is not tagged PINNED (that is copied as it lies)
+ * and has elements, and t is compact or one slice of its dimension 0 fits
+ * a buffer (else it is made compact on the host first). */
+bool tr__staging_takes(const struct tr_tensor *t, struct tr_device to);
+/* t's values, compact, into dst on device to through the ring; done (and
+ * t's memory no longer read) when it returns.  Errors begin with fn. */
+tr_status tr__staging_upload(struct tr_device to, void *dst, const struct tr_tensor *t,
+                             const char *fn);
 
 /* Events of a device's stream, through its backend. */
 tr_status tr__event_record(struct tr_device device, struct tr__event *event, const char *fn);

@@ -47,15 +47,25 @@ struct tr_tensor *tr_contiguous(const struct tr_tensor *t)
     return tr_clone(t);
 }
 
-/* t moved between the host and a device: compacted where it lives (a
+/* t moved between the host and a device: through the device's staging
+ * buffers (staging.c) when it has them, else compacted where it lives (a
  * device gathers its own views), then one transfer of exactly its bytes. */
 static struct tr_tensor *move_compact(const struct tr_tensor *t, struct tr_device to)
 {
     struct tr_device from = t->storage->device;
-    struct tr_tensor *compact = tr_contiguous(t), *out = NULL;
+    struct tr_tensor *compact, *out = NULL;
     uint64_t bytes = tr_tensor_nbytes(t);
     tr_status status = TR_OK;
 
+    if (tr_device_equal(from, TR_CPU) && tr__staging_takes(t, to)) {
+        out = tr__empty("to", t->dtype, t->ndim, t->shape, to);
+        if (out && tr__staging_upload(to, out->storage->data + out->offset, t, "to") != TR_OK) {
+            tr_release(out);
+            out = NULL;
+        }
+        return out;
+    }
+    compact = tr_contiguous(t);
     if (compact)
         out = tr__empty("to", t->dtype, t->ndim, t->shape, to);
     if (out && bytes > 0)

@@ -463,6 +463,87 @@ static void test_deferred_frees(void)
     free(from);
 }
 
+/* ---------------------------------------------------------------- staging */
+
+/* The work items fake:0 has been given so far (an event's seq). */
+static uint64_t issued(void)
+{
+    struct tr__event e;
+
+    tr__event_record(TR_FAKE(0), &e, "test");
+    return e.seq;
+}
+
+/* Host memory that is not the pool's (a mapping, a borrowed buffer) goes
+ * up through two staging buffers of 4 MiB, chunk after chunk, each refilled
+ * only once its last copy has landed: no host copy in the pool, the same
+ * bits. */
+static void test_staged_uploads(void)
+{
+    int64_t n = (21 << 20) / 4 + 3, wide[2] = {4096, 1024}, tall[2] = {1100000, 2};
+    float *v = malloc((size_t)n * sizeof *v), *back = malloc((size_t)n * sizeof *back);
+    struct tr_blob blob = {.data = v, .nbytes = (uint64_t)n * sizeof *v};
+    struct tr_tensor *t, *d, *x, *xt, *want;
+    struct tr_memory_stats c0;
+    uint64_t i0;
+
+    if (!v || !back) {
+        ok(false, "memory for the staging tests");
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)i;
+    t = tr_from_blob(&blob, TR_DTYPE_F32, 1, &n, NULL, TR_CPU);
+    c0 = stats_of(TR_CPU);
+    i0 = issued();
+    d = tr_to(t, TR_FAKE(0));
+    ok(d && stats_of(TR_CPU).alloc_count == c0.alloc_count && issued() == i0 + 6,
+       "21 MiB of borrowed memory to fake:0: six chunks, nothing of the CPU pool");
+    ok(d && tr_copy_to_host(d, back, (size_t)n * sizeof *back) == TR_OK &&
+           memcmp(back, v, (size_t)n * sizeof *v) == 0,
+       "every chunk's bits, though two buffers took turns");
+    tr_release(d);
+
+    x = tr_from_blob(&blob, TR_DTYPE_F32, 2, wide, NULL, TR_CPU);
+    xt = x ? tr_transpose(x, 0, 1) : NULL; /* [1024, 4096], rows of 16 KiB */
+    want = xt ? tr_contiguous(xt) : NULL;
+    c0 = stats_of(TR_CPU);
+    i0 = issued();
+    d = xt ? tr_to(xt, TR_FAKE(0)) : NULL;
+    ok(d && stats_of(TR_CPU).alloc_count == c0.alloc_count && issued() == i0 + 4,
+       "a transposed 16 MiB view: 256 of its rows a chunk, gathered, no compact host copy");
+    ok(d && tr_copy_to_host(d, back, 16 << 20) == TR_OK &&
+           memcmp(back, tr_tensor_data(want), 16 << 20) == 0,
+       "with the view's values in order");
+    tr_release(d);
+    tr_release(want);
+    tr_release(xt);
+    tr_release(x);
+
+    x = tr_from_blob(&blob, TR_DTYPE_F32, 2, tall, NULL, TR_CPU);
+    xt = x ? tr_transpose(x, 0, 1) : NULL; /* [2, 1100000]: a row is 4.2 MiB */
+    c0 = stats_of(TR_CPU);
+    d = xt ? tr_to(xt, TR_FAKE(0)) : NULL;
+    ok(d && stats_of(TR_CPU).alloc_count == c0.alloc_count + 1,
+       "a view whose one row passes a buffer is made compact on the host first");
+    tr_release(d);
+    tr_release(xt);
+    tr_release(x);
+    tr_release(t);
+
+    blob.flags = TR_FLAG_PINNED;
+    t = tr_from_blob(&blob, TR_DTYPE_F32, 1, &n, NULL, TR_CPU);
+    i0 = issued();
+    d = t ? tr_to(t, TR_FAKE(0)) : NULL;
+    ok(d && issued() == i0 + 1 && tr_copy_to_host(d, back, (size_t)n * sizeof *back) == TR_OK &&
+           memcmp(back, v, (size_t)n * sizeof *v) == 0,
+       "memory tagged PINNED goes up in one copy, as it lies");
+    tr_release(d);
+    tr_release(t);
+    free(back);
+    free(v);
+}
+
 /* --------------------------------------------------------------------- ops */
 
 static bool same_bits(struct tr_tensor *a, struct tr_tensor *b)
@@ -662,6 +743,7 @@ int main(void)
     test_strided_views();
     test_events();
     test_deferred_frees();
+    test_staged_uploads();
     test_ops();
     test_strided_operands();
     test_unsupported_and_mixed();
