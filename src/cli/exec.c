@@ -304,7 +304,8 @@ static tr_status run_op(struct exec *x, size_t at)
                                            "memory of a value still in use", in->op->name);
     }
     if (s == TR_OK)
-        s = tr_op_run(in->op, args, dest.tensor ? &dest : NULL, out);
+        s = tr_op_run_on(in->op, args, x->prog->values[in->results[0]].meta.device,
+                         dest.tensor ? &dest : NULL, out);
     tr_release(file);
     for (int i = 0; i < n; i++)
         free_arg(&args[i]);
@@ -521,6 +522,11 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at)
     tr_status ran = TR_OK;
     int status;
 
+    /* what an output has been given cannot be taken back */
+    if (x->may_fall_back && (in->kind == INSTR_WRITE || in->dest_group >= 0 || in->into_join)) {
+        x->may_fall_back = false;
+        x->no_fall_back = "it has given an output its values already";
+    }
     if (in->kind == INSTR_WRITE) {
         if (write_group(x, in) != TR_OK)
             return write_failed(x, in);
@@ -543,7 +549,13 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at)
         return status;
     if (ran != TR_OK) {
         status = exit_for_status(tr_last_status());
+        if (status == EXIT_OOM && x->may_fall_back) {
+            x->failed_at = at;
+            return EXEC_FALL_BACK;
+        }
         stage_failed(x, st, in);
+        if (status == EXIT_OOM && x->no_fall_back)
+            msg_note(NULL, "the stage cannot run again on the CPU: %s", x->no_fall_back);
         return status;
     }
     release_dead(x, in);
@@ -656,12 +668,41 @@ static int report_device(struct exec *x, size_t s, struct tr_device device,
     return check_peak(x, s, device, r.peak_active_bytes);
 }
 
+/* Whether stage s reads a stream a block at a time: what it has read is
+ * gone. */
+static bool reads_stream(const struct program *prog, size_t s)
+{
+    for (size_t c = 0; c < prog->stages[s].nover; c++)
+        if (prog->values[prog->stages[s].over[c]].streamed)
+            return true;
+    return false;
+}
+
+/* Whether the stage's failure is its accelerator running out of memory
+ * (then, in why, the error) rather than an error it would also have on
+ * the CPU. */
+static bool ran_out(struct exec *x, size_t s, const struct tr_memory_stats *before, char *why,
+                    size_t size)
+{
+    struct tr_memory_stats after;
+
+    tr_memory_stats(x->prog->stages[s].device, &after);
+    if (after.oom_count == before->oom_count) {
+        stage_failed(x, x->plan->stages[s].stage, &x->prog->instrs[x->failed_at]);
+        return false;
+    }
+    snprintf(why, size, "%s", tr_last_error());
+    return true;
+}
+
 static int run_stage(struct exec *x, size_t s)
 {
     const struct plan_stage *ps = &x->plan->stages[s];
     const struct program_stage *pst = &x->prog->stages[s];
     const struct stage *st = ps->stage;
-    struct tr_memory_stats before[2];
+    struct tr_memory_stats before[2], device_before;
+    char why[1024];
+    bool fall_back = false;
     struct tr_device devices[2];
     size_t ndevices = stage_devices(x, s, devices), nkept = 0;
     struct tr_scope *scope;
@@ -675,6 +716,13 @@ static int run_stage(struct exec *x, size_t s)
         tr_memory_reset_peak(devices[d]);
         tr_memory_stats(devices[d], &before[d]);
     }
+    x->may_fall_back = pst->automatic && pst->device.kind != TR_DEV_CPU;
+    x->no_fall_back = NULL;
+    if (x->may_fall_back && reads_stream(x->prog, s)) {
+        x->may_fall_back = false;
+        x->no_fall_back = "it reads a stream a block at a time, and what it read is gone";
+    }
+    device_before = before[0];
     progress_stage(x->progress, st->name, st->nstatements);
     scope = tr_scope_begin();
     if (!scope) {
@@ -697,12 +745,19 @@ static int run_stage(struct exec *x, size_t s)
             t0 = exec_now_ms();
         }
     }
-    /* what the stage made and later stages need moves to the run's scope */
+    if (status == EXEC_FALL_BACK) {
+        fall_back = ran_out(x, s, &device_before, why, sizeof why);
+        status = fall_back ? EXIT_OK : EXIT_OOM;
+    }
+    x->may_fall_back = false;
+    x->no_fall_back = NULL;
+    /* what the stage made and later stages need moves to the run's scope
+     * (nothing, when it runs again) */
     keep = calloc(pst->nkeeps + 1, sizeof *keep);
     kept = calloc(pst->nkeeps + 1, sizeof *kept);
     for (size_t i = 0; keep && kept && i < pst->nkeeps; i++) {
         const struct value *v = &x->prog->values[pst->keeps[i]];
-        if (!x->tensors[pst->keeps[i]])
+        if (!x->tensors[pst->keeps[i]] || fall_back)
             continue;
         if (v->stage == (int)s)
             keep[nkeep++] = x->tensors[pst->keeps[i]];
@@ -729,6 +784,11 @@ static int run_stage(struct exec *x, size_t s)
     }
     free(keep);
     progress_done(x->progress);
+    if (fall_back && status == EXIT_OK) {
+        free(kept);
+        status = exec_fall_back(x, s, devices[0], why);
+        return status == EXIT_OK ? run_stage(x, s) : status;
+    }
     for (size_t d = 0; d < ndevices && status == EXIT_OK; d++)
         status = report_device(x, s, devices[d], &before[d], kept, nkept, start);
     free(kept);
@@ -768,30 +828,13 @@ static int refuse_unrunnable(const struct exec *x)
 {
     for (size_t s = 0; s < x->plan->nstages; s++) {
         const struct plan_stage *ps = &x->plan->stages[s];
-        const struct tr_op_info *op;
-        const struct instr *at;
         char dev[TR_DEVICE_NAME_MAX];
-        if (ps->device.kind == TR_DEV_CPU)
+        /* a device without a kernel for an op is the plan's error */
+        if (ps->device.kind == TR_DEV_CPU || tr_device_available(ps->device))
             continue;
         tr_device_format(ps->device, dev, sizeof dev);
-        at = tr_device_available(ps->device) ? program_unsupported(x->prog, s) : NULL;
-        op = at ? at->op : NULL;
-        if (!tr_device_available(ps->device))
-            msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
-                      ps->stage->name, dev, tr_device_unavailable_reason(ps->device));
-        else if (op && ps->device.kind == TR_DEV_CUDA)
-            msg_error(NULL, "stage '%s' is to run on %s, but this version of tensorrun has "
-                            "no CUDA kernels yet", ps->stage->name, dev);
-        else if (op)
-            msg_error(NULL, "stage '%s' is to run on %s, which has no kernel for %s",
-                      ps->stage->name, dev, op->name);
-        else
-            continue;
-        if (op) {
-            char place[64 + 4096];
-            snprintf(place, sizeof place, "%s:%d:%d", x->p->path, at->line, at->col);
-            msg_note(place, "in this statement of stage '%s'", ps->stage->name);
-        }
+        msg_error(NULL, "stage '%s' is to run on %s, which is not available here (%s)",
+                  ps->stage->name, dev, tr_device_unavailable_reason(ps->device));
         msg_hint("run it on the CPU: --force-device cpu (every stage), or device: cpu in "
                  "the stage");
         return EXIT_RUNTIME;
@@ -900,7 +943,7 @@ int exec_run(struct plan *plan, const struct run_options *o)
         status = run_stage(&x, s);
     progress_stop(x.progress);
     if (status == EXIT_OK && o->print_name) {
-        const struct plan_value *v = plan_lookup(plan, o->print_name);
+        const struct plan_value *v = plan_lookup(x.plan, o->print_name);
         status = v ? print_value(&x, v->value, o->print_out) : EXIT_RUNTIME;
     }
     for (size_t i = 0; i < x.p->noutputs && status == EXIT_OK; i++)
@@ -916,5 +959,6 @@ int exec_run(struct plan *plan, const struct run_options *o)
             x.released_bytes += o->keep_cache ? 0 : tr_release_cached(x.devices[d]);
         report_total(&x, start);
     }
+    plan_free(x.own_plan);
     return status;
 }

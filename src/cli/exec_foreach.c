@@ -51,6 +51,11 @@ static struct tr_tensor *make_whole(struct exec *x, const struct value *v)
     if (v->join == JOIN_FILE) {
         struct tio_output *file = x->files[v->join_group].file;
         struct tr_tensor *t = tio_output_map(file, m->dtype, m->ndim, m->shape);
+        if (t && x->may_fall_back) {
+            /* the file is mapped once: a second run of the stage cannot */
+            x->may_fall_back = false;
+            x->no_fall_back = "it has given an output its values already";
+        }
         if (t && tio_output_reserve(file) == 0)
             return t;
         tr_release(t); /* the disk cannot take it: the pool serves */

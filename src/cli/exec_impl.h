@@ -38,7 +38,17 @@ struct exec {
     struct tr_tensor **join_rows; /* per value: its block's rows of its joined whole */
     uint64_t drop_behind;         /* a mapped input cut into blocks past this many bytes
                                      is dropped from the page cache once read */
+    /* an auto stage on an accelerator that may still fall back to the CPU
+     * (until it writes to an output) and, once it ran out of memory, where */
+    bool may_fall_back;
+    const char *no_fall_back;     /* why an auto stage there no longer may, or NULL */
+    size_t failed_at;
+    struct plan *own_plan;        /* the plan run on after a fallback (x->plan) */
 };
+
+/* exec_instr's status for an instruction that ran out of memory while the
+ * stage may still fall back: nothing is reported yet. */
+#define EXEC_FALL_BACK (-1)
 
 double exec_now_ms(void);
 
@@ -53,5 +63,15 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at);
  * before the blocks, the blocks' for every block of foreach.size rows,
  * each in a scope of its own, then those after the last block. */
 int exec_foreach(struct exec *x, size_t s);
+
+/*
+ * After auto stage s ran out of memory on device, and its scope has ended:
+ * the run goes on with the plan of s on the CPU (plan_pin_cpu), which
+ * becomes x->plan, its tensors carried over, once device has given back
+ * its cache; warns that it does.  The error of the instruction that ran
+ * out is reported, and EXIT_OOM returned, when the tensors alive cannot
+ * carry over (none so far) or there is no memory to plan with.
+ */
+int exec_fall_back(struct exec *x, size_t s, struct tr_device device, const char *why);
 
 #endif /* TR_CLI_EXEC_IMPL_H */

@@ -91,6 +91,35 @@ static void extend_over_blocks(struct program *prog, size_t s)
         instr_reads(&prog->instrs[i], extend_read, &r);
 }
 
+struct stage_reader {
+    struct program *prog;
+    int stage;
+    size_t last;
+};
+
+static void hold_read(uint32_t value, void *ctx)
+{
+    struct stage_reader *r = ctx;
+    struct value *pv = &r->prog->values[value];
+
+    if (pv->stage != r->stage && (pv->last_use == LIVE_UNUSED || pv->last_use < r->last))
+        pv->last_use = r->last;
+}
+
+/* An auto stage on an accelerator may fall back: run again, on the CPU,
+ * from its first instruction (exec.c).  What it reads from before it lives
+ * to its last instruction, so that the second run finds it. */
+static void hold_for_fallback(struct program *prog, size_t s)
+{
+    const struct program_stage *st = &prog->stages[s];
+    struct stage_reader r = {.prog = prog, .stage = (int)s, .last = st->first + st->count - 1};
+
+    if (!st->automatic || st->device.kind == TR_DEV_CPU || st->count == 0)
+        return;
+    for (size_t i = st->first; i <= r.last; i++)
+        instr_reads(&prog->instrs[i], hold_read, &r);
+}
+
 bool liveness_run(struct program *prog)
 {
     struct reader r = {.prog = prog};
@@ -123,8 +152,10 @@ bool liveness_run(struct program *prog)
                 over->last_use = last;
         }
     }
-    for (size_t s = 0; s < prog->nstages; s++)
+    for (size_t s = 0; s < prog->nstages; s++) {
         extend_over_blocks(prog, s);
+        hold_for_fallback(prog, s);
+    }
     for (size_t f = 0; f < prog->nfinals; f++)
         prog->values[prog->finals[f]].last_use = LIVE_FOREVER;
     for (size_t v = 0; v < prog->nvalues; v++) {

@@ -26,7 +26,10 @@
  *   last instruction of the blocks (every block reads it again), and the
  *   value cut into blocks to the stage's last instruction; the executor
  *   releases what a block makes (liveness_block_local) after its last use
- *   in each block, and the rest after the last block's.
+ *   in each block, and the rest after the last block's;
+ * - in an auto stage placed on an accelerator, what the stage reads from
+ *   before it lives to the stage's last instruction (should the stage fall
+ *   back to the CPU, it runs again from its first).
  * false when out of memory.
  */
 bool liveness_run(struct program *prog);

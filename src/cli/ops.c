@@ -36,6 +36,7 @@ static void print_json(const struct tr_op_info *op)
     /* split and chunk: as many as their arguments make (null) */
     json_object_set_new(o, "results", op->nresults ? json_integer(op->nresults) : json_null());
     json_object_set_new(o, "dtypes", json_string(op->dtypes));
+    json_object_set_new(o, "cuda", json_string(op->cuda_dtypes));
     json_object_set_new(o, "doc", json_string(op->doc));
     text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text)
@@ -86,6 +87,10 @@ static void print_roff(void)
         roff_text(op->doc);
         printf(".\nTakes ");
         roff_text(op->dtypes);
+        if (strcmp(op->cuda_dtypes, "none") != 0) {
+            printf("; on CUDA, ");
+            roff_text(op->cuda_dtypes);
+        }
         printf(".\n");
     }
 }
@@ -181,7 +186,10 @@ int cmd_ops(int argc, char **argv)
             printf(" -> as many values as pieces");
         else if (op->nresults > 1)
             printf(" -> %d values", op->nresults);
-        printf("\n      %s; takes %s\n", op->doc, op->dtypes);
+        printf("\n      %s; takes %s", op->doc, op->dtypes);
+        if (strcmp(op->cuda_dtypes, "none") != 0)
+            printf("; on CUDA, %s", op->cuda_dtypes);
+        printf("\n");
     }
     return EXIT_OK;
 }

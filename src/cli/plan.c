@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auto.h"
 #include "fold.h"
 #include "foreach.h"
 #include "fuse.h"
@@ -537,20 +538,37 @@ static void check_outputs(struct plan *plan, struct diag_list *d)
 /* ------------------------------------------------------------ the plan */
 
 /* A stage's device: what the stage or the pipeline says, --force-device
- * over both. */
-static struct tr_device stage_device(const struct pipeline *p, const struct stage *s)
+ * over both; *automatic when that is auto, which is lowered on the CPU
+ * and placed once the stage's work is known (auto_place). */
+static struct tr_device stage_device(const struct pipeline *p, const struct stage *s,
+                                     bool *automatic)
 {
     bool has = s->has_device || p->has_device;
-    bool automatic = s->has_device ? s->device_auto : p->has_device ? p->device_auto : true;
     struct tr_device d = s->has_device ? s->device : p->device;
 
-    /* auto is the CPU until the CUDA kernels exist (CUDA when a usable
-     * device is present, from then on) */
-    if (!has || automatic)
+    *automatic = !p->has_force_device &&
+                 (!has || (s->has_device ? s->device_auto : p->device_auto));
+    if (*automatic)
         d = TR_CPU;
     if (p->has_force_device)
         d = p->force_device; /* --force-device: whatever the stage says */
     return d;
+}
+
+/* auto_place over the plan's program, which names the stages. */
+static bool place_automatic(struct plan *plan, const bool *pinned, struct diag_list *d)
+{
+    const char **names = calloc(plan->nstages + 1, sizeof *names);
+
+    if (!names)
+        return false;
+    for (size_t s = 0; s < plan->nstages; s++)
+        names[s] = plan->stages[s].stage->name ? plan->stages[s].stage->name : "?";
+    auto_place(plan->program, names, pinned, d);
+    for (size_t s = 0; s < plan->nstages; s++)
+        plan->stages[s].device = plan->program->stages[s].device;
+    free(names);
+    return true;
 }
 
 /* A value joined from a foreach stage's blocks whose shorter last block
@@ -681,29 +699,94 @@ static void stage_keeps(struct plan *plan)
     }
 }
 
-/* A stage on an available device that has no kernel for one of its ops
- * fails when it runs (exec.c refuses it before anything computes): said
- * here too, at the statement, so that validate tells. */
-static void warn_unsupported(const struct plan *plan, struct diag_list *d)
+/* A stage placed on a device that has no kernel for one of its ops is an
+ * error, at the statement: known from the op table whether the device is
+ * present or not (the cuda column of ops.def), so that validate tells on
+ * any machine.  An auto stage never gets here: it stays on the CPU. */
+static void check_kernels(const struct plan *plan, struct diag_list *d)
 {
     for (size_t s = 0; s < plan->nstages; s++) {
         const struct plan_stage *ps = &plan->stages[s];
         const struct instr *in;
         char dev[TR_DEVICE_NAME_MAX];
-        if (ps->device.kind == TR_DEV_CPU || !tr_device_available(ps->device))
-            continue; /* an unavailable device has its warning already */
-        in = program_unsupported(plan->program, s);
+        if (ps->device.kind == TR_DEV_CPU)
+            continue;
+        in = program_unsupported(plan->program, s, ps->device);
         if (!in)
             continue;
         tr_device_format(ps->device, dev, sizeof dev);
-        diag_warning(d, in->line, in->col, "run it on the CPU: device: cpu in the stage",
-                     "stage '%s' is to run on %s, which has no kernel for %s; running it will "
-                     "fail", ps->stage->name ? ps->stage->name : "?", dev, in->op->name);
+        diag_error(d, in->line, in->col,
+                   "run it on the CPU: device: cpu in the stage, or device: auto, which keeps a "
+                   "stage on the CPU when the device cannot run it",
+                   "stage '%s' is to run on %s, which has no kernel for %s",
+                   ps->stage->name ? ps->stage->name : "?", dev, in->op->name);
     }
 }
 
+/* For a plan like another (plan_pin_cpu): its inputs' headers. */
+static bool describe_like(void *ctx, size_t i, const struct input *in, struct tio_entry *e,
+                          const char **why)
+{
+    const struct plan *like = ctx;
+    const struct tr_value *m = &like->inputs[i].meta;
+    int64_t stride = 1;
+
+    (void)in;
+    if (m->kind != TR_VALUE_TENSOR) {
+        *why = "it was not opened";
+        return false;
+    }
+    e->supported = true;
+    e->dtype = m->dtype;
+    e->ndim = m->ndim;
+    memcpy(e->shape, m->shape, sizeof e->shape);
+    for (int d = m->ndim - 1; d >= 0; d--) {
+        e->strides[d] = m->strided ? m->strides[d] : stride;
+        stride *= m->shape[d];
+    }
+    e->nbytes = plan_tensor_bytes(m);
+    return true;
+}
+
+/* The figures of like's inputs that come from their files, which a plan
+ * like it has not opened (how they are read, what their loading takes). */
+static void inputs_like(struct plan *plan, const struct plan *like)
+{
+    for (size_t v = 0; v < plan->program->nvalues && v < like->program->nvalues; v++) {
+        struct value *pv = &plan->program->values[v];
+        const struct value *lv = &like->program->values[v];
+        if (pv->origin != ORIGIN_INPUT || lv->origin != ORIGIN_INPUT)
+            continue;
+        pv->streamed = lv->streamed;
+        pv->stream_bytes = lv->stream_bytes;
+        pv->copy_bytes = lv->copy_bytes;
+        plan->inputs[pv->input].streamed = like->inputs[lv->input].streamed;
+    }
+    plan->mapped_bytes = like->mapped_bytes;
+}
+
+/* For each auto stage placed on an accelerator: its pool peak on the CPU,
+ * were it to fall back (plan_pin_cpu). */
+static bool fallback_peaks(struct plan *plan)
+{
+    for (size_t s = 0; s < plan->nstages; s++) {
+        struct program_stage *st = &plan->program->stages[s];
+        struct plan *twin;
+        if (!st->automatic || st->device.kind == TR_DEV_CPU)
+            continue;
+        twin = plan_pin_cpu(plan, s);
+        if (!twin)
+            return false;
+        st->has_fallback = true;
+        st->fallback_peak_bytes = twin->program->stages[s].memory[0].peak_bytes;
+        plan_free(twin);
+    }
+    return true;
+}
+
 static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
-                          const struct plan_input_source *src)
+                          const struct plan_input_source *src, const bool *pinned,
+                          const struct plan *like)
 {
     struct plan *plan = calloc(1, sizeof *plan);
 
@@ -717,12 +800,19 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
         return NULL;
     }
     plan->nstages = p->nstages;
+    plan->pinned = calloc(p->nstages + 1, sizeof *plan->pinned);
+    if (!plan->pinned) {
+        plan_free(plan);
+        return NULL;
+    }
+    for (size_t s = 0; pinned && s < p->nstages; s++)
+        plan->pinned[s] = pinned[s];
     bind_params(plan);
     open_inputs(plan, d, for_run, src);
     for (size_t s = 0; s < p->nstages; s++) {
         struct plan_stage *ps = &plan->stages[s];
         ps->stage = &p->stages[s];
-        ps->device = stage_device(p, ps->stage);
+        ps->device = stage_device(p, ps->stage, &plan->program->stages[s].automatic);
         plan->program->stages[s].device = ps->device;
         if (ps->device.kind != TR_DEV_CPU && !tr_device_available(ps->device)) {
             char dev[TR_DEVICE_NAME_MAX];
@@ -743,7 +833,8 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
     check_outputs(plan, d);
     check_keeps(plan, d);
     if (diag_exit_code(d) == 0) {
-        if (!lower_outputs(plan) || !place_transfers(plan->program) ||
+        plan->program->nlowered = plan->program->nvalues;
+        if (!place_automatic(plan, plan->pinned, d) || !lower_outputs(plan) || !place_transfers(plan->program) ||
             !foreach_run(plan->program) || !place_copies(plan->program) ||
             !fuse_run(plan->program) ||
             !liveness_run(plan->program)) {
@@ -756,6 +847,8 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             plan_free(plan);
             return NULL;
         }
+        if (like)
+            inputs_like(plan, like);
         /* the kernels' scratch depends on the run's thread count */
         tr_set_num_threads(p->threads);
         if (!memory_run(plan->program, tr_num_threads())) {
@@ -763,20 +856,56 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
             return NULL;
         }
         stage_keeps(plan);
-        warn_unsupported(plan, d);
+        check_kernels(plan, d);
+        if (!like && diag_exit_code(d) == 0 && !fallback_peaks(plan)) {
+            plan_free(plan);
+            return NULL;
+        }
     }
     return plan;
 }
 
+struct plan *plan_pin_cpu(const struct plan *plan, size_t s)
+{
+    struct plan_input_source src = {.describe = describe_like, .ctx = (void *)plan};
+    bool *pinned = calloc(plan->nstages + 1, sizeof *pinned);
+    struct diag_list d;
+    struct plan *twin;
+
+    if (!pinned)
+        return NULL;
+    memcpy(pinned, plan->pinned, plan->nstages * sizeof *pinned);
+    pinned[s] = true;
+    diag_init(&d, plan->pipeline->path, NULL, 0);
+    twin = build(plan->pipeline, &d, false, &src, pinned, plan);
+    free(pinned);
+    if (twin && diag_exit_code(&d) != 0) {
+        plan_free(twin);
+        twin = NULL;
+    }
+    diag_free(&d);
+    return twin;
+}
+
+void plan_hand_inputs(struct plan *from, struct plan *to)
+{
+    for (size_t i = 0; i < from->ninputs && i < to->ninputs; i++) {
+        to->inputs[i].file = from->inputs[i].file;
+        to->inputs[i].index = from->inputs[i].index;
+        to->inputs[i].data_offset = from->inputs[i].data_offset;
+        from->inputs[i].file = NULL;
+    }
+}
+
 struct plan *plan_build(struct pipeline *p, struct diag_list *d, bool for_run)
 {
-    return build(p, d, for_run, NULL);
+    return build(p, d, for_run, NULL, NULL, NULL);
 }
 
 struct plan *plan_build_from(struct pipeline *p, struct diag_list *d,
                              const struct plan_input_source *src)
 {
-    return build(p, d, false, src);
+    return build(p, d, false, src, NULL, NULL);
 }
 
 void plan_free(struct plan *plan)
@@ -788,6 +917,7 @@ void plan_free(struct plan *plan)
     free(plan->inputs);
     free(plan->values);
     free(plan->stages);
+    free(plan->pinned);
     program_free(plan->program);
     free(plan);
 }

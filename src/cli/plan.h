@@ -60,6 +60,8 @@ struct plan {
     uint64_t mapped_bytes;
     struct program *program;       /* what runs (when there are no errors); its arena
                                       holds the lists and strings values point into */
+    bool *pinned;                  /* per stage: an auto stage kept on the CPU (its
+                                      fallback, plan_pin_cpu) */
 };
 
 /* Checks p through and through; every error goes to diags.  Returns the
@@ -84,6 +86,21 @@ struct plan_input_source {
 struct plan *plan_build_from(struct pipeline *p, struct diag_list *diags,
                              const struct plan_input_source *src);
 void plan_free(struct plan *plan);
+
+/*
+ * The plan of plan's pipeline with auto stage s on the CPU, and every
+ * stage that plan keeps there already, the rest placed as in plan: what a
+ * run goes on with when s falls back (exec.c).  It is planned from plan's
+ * inputs as plan opened them (their headers, how they are read), and opens
+ * nothing.  The values of the lowering have the same numbers in both
+ * (program.nlowered), so that the tensors made so far carry over.  NULL
+ * when out of memory, or should the plan fail (it cannot: only a stage's
+ * device differs).
+ */
+struct plan *plan_pin_cpu(const struct plan *plan, size_t s);
+/* Hands the inputs' opened files, still to be read, from one plan to
+ * another of the same pipeline. */
+void plan_hand_inputs(struct plan *from, struct plan *to);
 
 /* For the lowering (lower.c): a new binding of name; the latest binding
  * of name among the first n; the hint for a name nothing binds; the pool

@@ -208,7 +208,8 @@ int stage_over_index(const struct program_stage *st, uint32_t v)
     return -1;
 }
 
-const struct instr *program_unsupported(const struct program *prog, size_t s)
+const struct instr *program_unsupported(const struct program *prog, size_t s,
+                                        struct tr_device device)
 {
     const struct program_stage *st = &prog->stages[s];
 
@@ -222,7 +223,7 @@ const struct instr *program_unsupported(const struct program *prog, size_t s)
             if (in->args[a].kind == OPERAND_VALUE &&
                 prog->values[in->args[a].value].meta.kind == TR_VALUE_TENSOR)
                 dtypes[n++] = prog->values[in->args[a].value].meta.dtype;
-        if (!tr_device_supports(st->device, in->op->id, dtypes, n))
+        if (!tr_device_supports(device, in->op->id, dtypes, n))
             return in;
     }
     return NULL;

@@ -203,6 +203,9 @@ struct program_stage {
     size_t nonce, nblock;        /* foreach: its instructions are nonce PART_ONCE, then
                                     nblock PART_BLOCK, then PART_AFTER */
     struct tr_device device;     /* where its instructions run */
+    bool automatic;              /* device: auto chose it (auto.h) */
+    bool has_fallback;           /* automatic, on an accelerator: then, its pool peak */
+    uint64_t fallback_peak_bytes; /* on the CPU were it to fall back (plan_pin_cpu) */
     struct stage_memory memory[STAGE_MAX_DEVICES]; /* its own device's first */
     size_t nmemory;
 };
@@ -216,6 +219,7 @@ struct program {
     struct stage_memory before;
     struct value *values;
     size_t nvalues, values_cap;
+    size_t nlowered;             /* the values of the lowering: the passes add the rest */
     struct instr *instrs;        /* the prologue first (writes of inputs only), then the stages */
     size_t ninstrs, instrs_cap;
     size_t nprologue;
@@ -264,8 +268,9 @@ int stage_over_index(const struct program_stage *st, uint32_t v);
  * for a step of a fused chain, the chain's inputs for the chain. */
 void instr_reads(const struct instr *in, void (*fn)(uint32_t value, void *ctx), void *ctx);
 
-/* The first instruction of stage s whose op its device has no kernel for
+/* The first instruction of stage s whose op device has no kernel for
  * (tr_device_supports), or NULL. */
-const struct instr *program_unsupported(const struct program *prog, size_t s);
+const struct instr *program_unsupported(const struct program *prog, size_t s,
+                                        struct tr_device device);
 
 #endif /* TR_CLI_PROGRAM_H */

@@ -342,8 +342,8 @@ void program_print(const struct plan *plan, FILE *out)
     for (size_t s = 0; s < plan->nstages; s++) {
         const struct plan_stage *ps = &plan->stages[s];
         const struct program_stage *pst = &prog->stages[s];
-        fprintf(out, "stage %zu \"%s\" on %s", s + 1, ps->stage->name ? ps->stage->name : "?",
-                tr_device_format(ps->device, dev, sizeof dev));
+        fprintf(out, "stage %zu \"%s\" on %s%s", s + 1, ps->stage->name ? ps->stage->name : "?",
+                tr_device_format(ps->device, dev, sizeof dev), pst->has_fallback ? " (auto)" : "");
         if (ps->stage->has_foreach) {
             fprintf(out, ", foreach ");
             for (size_t c = 0; c < ps->stage->nover; c++)
@@ -389,6 +389,10 @@ void program_print(const struct plan *plan, FILE *out)
                 peak_stage = s;
             }
         }
+        if (pst->has_fallback)
+            fprintf(out, "  pool on cpu, should it fall back: peak %s (%llu bytes)\n",
+                    tr_format_bytes(pst->fallback_peak_bytes, b, sizeof b),
+                    (unsigned long long)pst->fallback_peak_bytes);
     }
     if (p->noutputs)
         fprintf(out, "outputs:\n");
@@ -645,6 +649,10 @@ void program_print_json(const struct plan *plan, FILE *out)
             json_array_append_new(instrs, json_instr(plan, i));
         json_object_set_new(o, "name", json_string(ps->stage->name ? ps->stage->name : "?"));
         json_object_set_new(o, "device", json_string(tr_device_format(ps->device, dev, sizeof dev)));
+        json_object_set_new(o, "auto", json_boolean(pst->automatic));
+        if (pst->has_fallback)
+            json_object_set_new(o, "fallback_peak_bytes",
+                                json_integer((json_int_t)pst->fallback_peak_bytes));
         json_object_set_new(o, "instructions", instrs);
         json_object_set_new(o, "keeps", json_ids(pst->keeps, pst->nkeeps));
         json_object_set_new(o, "fused_groups", json_fused_groups(prog, pst));

@@ -220,6 +220,5 @@ bool tr_device_supports(struct tr_device device, enum tr_op_id id, const enum tr
 {
     const struct tr__backend *b = tr__backend_of(device.kind);
 
-    return b && (unsigned)id < TR_OP_COUNT && tr_device_available(device) &&
-           b->supports(b, id, dtypes, n);
+    return b && (unsigned)id < TR_OP_COUNT && b->supports(b, id, dtypes, n);
 }

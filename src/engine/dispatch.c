@@ -287,8 +287,24 @@ struct tr_tensor *tr__operand(const struct tr_arg *arg, enum tr_dtype result,
 
 /* ---------------------------------------------------------- running */
 
+static bool any_tensor(const struct tr_arg *args, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (args[i].tensor || (args[i].value.kind == TR_VALUE_LIST && args[i].items &&
+                               any_tensor(args[i].items, (int)args[i].value.count)))
+            return true;
+    return false;
+}
+
 tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
                     const struct tr_dest *dest, struct tr_tensor **results)
+{
+    return tr_op_run_on(info, args, TR_CPU, dest, results);
+}
+
+tr_status tr_op_run_on(const struct tr_op_info *info, const struct tr_arg *args,
+                       struct tr_device device, const struct tr_dest *dest,
+                       struct tr_tensor **results)
 {
     const struct tr__op *op = tr__op_of(info);
     struct tr_value values[TR_OP_MAX_PARAMS], out[TR_OP_MAX_RESULTS];
@@ -313,6 +329,8 @@ tr_status tr_op_run(const struct tr_op_info *info, const struct tr_arg *args,
     }
     if (s == TR_OK)
         s = tr_op_infer(info, values, out, &bad);
+    for (int r = 0; s == TR_OK && r < info->nresults && !any_tensor(args, info->nparams); r++)
+        out[r].device = device;
     if (s == TR_OK)
         s = tr__kernel_select(info, args, out, &kernel);
     if (s == TR_OK)

@@ -153,24 +153,6 @@ static tr_status check_fits(const char *op, int *bad, int arg, const struct tr_v
                         op, (long long)v->integer, tr_dtype_name(d));
 }
 
-static bool takes(enum tr__takes t, enum tr_dtype d)
-{
-    switch (t) {
-    case TR__TAKES_NUMERIC:
-        return d != TR_DTYPE_BOOL;
-    case TR__TAKES_INTEGRAL:
-        return !tr_dtype_is_float(d);
-    case TR__TAKES_FLOAT:
-        return tr_dtype_is_float(d);
-    case TR__TAKES_SIGNED:
-        return tr_dtype_is_signed(d);
-    case TR__TAKES_INTEGER:
-        return tr_dtype_is_integer(d);
-    default:
-        return true;
-    }
-}
-
 /* ------------------------------------------------------------- shapes */
 
 static void set_tensor(struct tr_value *out, enum tr_dtype dtype, int ndim, const int64_t *shape,
@@ -444,10 +426,10 @@ static tr_status check_dtypes(const struct tr__op *op, const struct tr_value *ar
             if (item->kind == TR_VALUE_NONE)
                 continue;
             enum tr_dtype d = tr_value_dtype(item);
-            if (!takes(op->takes, d) && item->kind == TR_VALUE_FLOAT)
+            if (!tr__takes(op->takes, d) && item->kind == TR_VALUE_FLOAT)
                 return fail(bad, i, TR_ERR_DTYPE, op->info.name,
                             "does not take a float number (it takes %s)", op->info.dtypes);
-            if (!takes(op->takes, d))
+            if (!tr__takes(op->takes, d))
                 return fail(bad, i, TR_ERR_DTYPE, op->info.name,
                             "does not take %s (it takes %s)", tr_dtype_name(d), op->info.dtypes);
         }

@@ -41,14 +41,14 @@ struct op_row {
     const char *name, *params, *doc;
     enum tr_op_group group;
     enum tr__rule rule;
-    enum tr__takes takes;
+    enum tr__takes takes, cuda;
     int nresults;
 };
 
 static const struct op_row rows[] = {
-#define OP(id, name, group, rule, results, takes, params, doc)               \
-    [TR_OP_##id] = {#name, params, doc, TR_GROUP_##group, TR__RULE_##rule, TR__TAKES_##takes,    \
-                    results},
+#define OP(id, name, group, rule, results, takes, cuda, params, doc)         \
+    [TR_OP_##id] = {#name,          params,           doc,    TR_GROUP_##group, TR__RULE_##rule, \
+                    TR__TAKES_##takes, TR__TAKES_##cuda, results},
 #include "ops.def"
 #undef OP
 };
@@ -72,7 +72,28 @@ static const char *const takes_words[] = {
     [TR__TAKES_FLOAT] = "f16, bf16, f32, f64",
     [TR__TAKES_SIGNED] = "signed integers and floats",
     [TR__TAKES_INTEGER] = "u8, u16, u32, u64, i8, i16, i32, i64",
+    [TR__TAKES_NONE] = "none",
 };
+
+bool tr__takes(enum tr__takes t, enum tr_dtype d)
+{
+    switch (t) {
+    case TR__TAKES_NUMERIC:
+        return d != TR_DTYPE_BOOL;
+    case TR__TAKES_INTEGRAL:
+        return !tr_dtype_is_float(d);
+    case TR__TAKES_FLOAT:
+        return tr_dtype_is_float(d);
+    case TR__TAKES_SIGNED:
+        return tr_dtype_is_signed(d);
+    case TR__TAKES_INTEGER:
+        return tr_dtype_is_integer(d);
+    case TR__TAKES_NONE:
+        return false;
+    default:
+        return true;
+    }
+}
 
 /* A default value written in ops.def: None, true, false, an integer, a
  * number, a dtype or a double-quoted string. */
@@ -172,6 +193,8 @@ static void build(void)
         op->info.has_kernel = op->kernel != NULL;
         op->rule = rows[i].rule;
         op->takes = rows[i].takes;
+        op->cuda = rows[i].cuda;
+        op->info.cuda_dtypes = takes_words[rows[i].cuda];
         parse_params(&rows[i], op);
         op->info.signature = signatures[i];
     }

@@ -28,8 +28,12 @@ enum tr__rule {
 
 enum tr__takes {
     TR__TAKES_ANY, TR__TAKES_NUMERIC, TR__TAKES_INTEGRAL, TR__TAKES_FLOAT, TR__TAKES_SIGNED,
-    TR__TAKES_INTEGER /* the integers, not bool */
+    TR__TAKES_INTEGER, /* the integers, not bool */
+    TR__TAKES_NONE     /* none (the cuda column of ops.def: no CUDA kernel) */
 };
+
+/* Whether dtype is among those of class t. */
+bool tr__takes(enum tr__takes t, enum tr_dtype dtype);
 
 struct tr_arg;
 
@@ -37,6 +41,7 @@ struct tr__op {
     struct tr_op_info info; /* first: a tr_op_info pointer is a tr__op pointer */
     enum tr__rule rule;
     enum tr__takes takes;
+    enum tr__takes cuda; /* the dtypes the CUDA module has kernels for */
     /* the CPU kernel (kernel_impl.h's tr__kernel_fn), NULL until written */
     tr_status (*kernel)(const struct tr__op *op, const struct tr_arg *args,
                         const struct tr_value *out, const struct tr_dest *dest,

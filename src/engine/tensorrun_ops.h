@@ -112,7 +112,7 @@ struct tr_param {
 /* Every op, by the enum constant its row of ops.def names: past the
  * expression parser, ops are known by id, never by name. */
 enum tr_op_id {
-#define OP(id, name, group, rule, results, takes, params, doc) TR_OP_##id,
+#define OP(id, name, group, rule, results, takes, cuda, params, doc) TR_OP_##id,
 #include "ops.def"
 #undef OP
     TR_OP_COUNT
@@ -148,6 +148,7 @@ struct tr_op_info {
     const char *group;          /* its name, for printing: "views", ... */
     const char *signature;      /* "topk(x, k, dim=-1, largest=true, sorted=true)" */
     const char *dtypes;         /* the dtypes it takes, in words */
+    const char *cuda_dtypes;    /* those the CUDA module has kernels for, or "none" */
     const char *doc;            /* one line */
     int nresults;
     int nparams;
@@ -224,9 +225,10 @@ struct tr_sink {
 };
 
 /*
- * Whether device has a kernel for op id with tensor operands of these n
- * dtypes: false for a device that is not available, for CUDA (no kernels
- * yet) and, on the fake device, for cumsum (left out on purpose).
+ * Whether a device of device's kind has a kernel for op id with tensor
+ * operands of these n dtypes, known whether the device is present or not:
+ * for CUDA, the cuda column of ops.def (no kernels yet); on the fake
+ * device, every op the CPU has but cumsum (left out on purpose).
  * tr_op_run runs an op on its operands' device, and fails with
  * TR_ERR_DEVICE, naming the device, where this is false but the CPU has
  * the kernel, or where its tensor operands are on different devices.
@@ -274,6 +276,12 @@ struct tr_dest {
  */
 tr_status tr_op_run(const struct tr_op_info *op, const struct tr_arg *args,
                     const struct tr_dest *dest, struct tr_tensor **results);
+/* tr_op_run, where an op without tensor arguments (zeros, rand, a
+ * function of numbers alone) makes its results on device instead of the
+ * CPU; an op with any runs where they are. */
+tr_status tr_op_run_on(const struct tr_op_info *op, const struct tr_arg *args,
+                       struct tr_device device, const struct tr_dest *dest,
+                       struct tr_tensor **results);
 
 /*
  * The pool memory an op takes when it runs, as a function of what is known

@@ -102,16 +102,17 @@ assert set(run["peak_active_bytes"]) == {"cpu", "fake:0"}, run'
     [[ "$stderr" == *"--memory-limit 512 is 512 bytes; did you mean 512M?"* ]]
 }
 
-@test "an op the device has no kernel for is refused before anything runs" {
+@test "an op the device has no kernel for is an error at the statement, before anything runs" {
     sed -i 's/      - s = sum(y)/      - s = cumsum(y, 0)/' p.yaml
-    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 1 p.yaml
-    [[ "$stderr" == *"stage 'onfake' is to run on fake:0, which has no kernel for cumsum"* ]]
-    [[ "$stderr" == *"p.yaml:"*"note: in this statement of stage 'onfake'"* ]]
-    [[ "$stderr" == *"hint: run it on the CPU"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 3 p.yaml
+    [[ "$stderr" == *"p.yaml:8:13: error: stage 'onfake' is to run on fake:0, which has no kernel for cumsum"* ]]
+    [[ "$stderr" == *"hint: run it on the CPU: device: cpu in the stage, or device: auto"* ]]
     [ ! -e s.npy ]
-    # validate says so too, at the statement, as a warning
-    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate p.yaml
-    [[ "$stderr" == *"warning: stage 'onfake' is to run on fake:0, which has no kernel for cumsum; running it will fail"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 3 validate p.yaml
+    [[ "$stderr" == *"p.yaml:8:13: error: stage 'onfake' is to run on fake:0, which has no kernel for cumsum"* ]]
+    # known from the op table: also where the device is not present
+    run_tensorrun 3 validate p.yaml
+    [[ "$stderr" == *"which has no kernel for cumsum"* ]]
 }
 
 @test "without TENSORRUN_FAKE_DEVICES there is no fake device, and the message says why" {
