@@ -362,6 +362,7 @@ static void open_inputs(struct plan *plan, struct diag_list *d, bool for_run,
         if (!e->supported) {
             v->unsupported = true;
             v->unsupported_dtype = arena_strdup(plan, e->dtype_text);
+            pi->unsupported = v->unsupported_dtype;
             continue;
         }
         v->meta.kind = TR_VALUE_TENSOR;
@@ -732,6 +733,10 @@ static bool describe_like(void *ctx, size_t i, const struct input *in, struct ti
     int64_t stride = 1;
 
     (void)in;
+    if (like->inputs[i].unsupported) {
+        snprintf(e->dtype_text, sizeof e->dtype_text, "%s", like->inputs[i].unsupported);
+        return true;
+    }
     if (m->kind != TR_VALUE_TENSOR) {
         *why = "it was not opened";
         return false;
@@ -766,8 +771,9 @@ static void inputs_like(struct plan *plan, const struct plan *like)
 }
 
 /* For each auto stage placed on an accelerator: its pool peak on the CPU,
- * were it to fall back (plan_pin_cpu). */
-static bool fallback_peaks(struct plan *plan)
+ * were it to fall back (plan_pin_cpu; a stage it cannot plan has none,
+ * which the fuzzer reports, and the run's fallback says so). */
+static void fallback_peaks(struct plan *plan)
 {
     for (size_t s = 0; s < plan->nstages; s++) {
         struct program_stage *st = &plan->program->stages[s];
@@ -776,12 +782,11 @@ static bool fallback_peaks(struct plan *plan)
             continue;
         twin = plan_pin_cpu(plan, s);
         if (!twin)
-            return false;
+            continue;
         st->has_fallback = true;
         st->fallback_peak_bytes = twin->program->stages[s].memory[0].peak_bytes;
         plan_free(twin);
     }
-    return true;
 }
 
 static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
@@ -857,10 +862,8 @@ static struct plan *build(struct pipeline *p, struct diag_list *d, bool for_run,
         }
         stage_keeps(plan);
         check_kernels(plan, d);
-        if (!like && diag_exit_code(d) == 0 && !fallback_peaks(plan)) {
-            plan_free(plan);
-            return NULL;
-        }
+        if (!like && diag_exit_code(d) == 0)
+            fallback_peaks(plan);
     }
     return plan;
 }

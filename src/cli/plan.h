@@ -39,6 +39,7 @@ struct plan_input {
     uint64_t mapped_bytes;
     uint64_t data_offset;      /* the file offset of its first byte, once loaded */
     bool streamed;             /* read a block at a time by its foreach stage */
+    const char *unsupported;   /* a dtype tensorrun lacks, as the file spells it */
 };
 
 struct plan_stage {

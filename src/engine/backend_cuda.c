@@ -9,9 +9,10 @@
  *
  * The pool's segments come from the module's malloc; copies are the
  * module's and are done when they return (so its events are complete when
- * recorded).  No kernels yet: every kernel slot is NULL, and supports()
- * says what the cuda column of ops.def says (NONE for every op so far),
- * whether a device is present or not.
+ * recorded).  No kernels yet but to()'s (tr_to: the copies): every other
+ * kernel slot is NULL, and supports() says what the cuda column of ops.def
+ * says (NONE for every other op so far), whether a device is present or
+ * not.
  */
 #include "backend_impl.h"
 
@@ -285,7 +286,8 @@ static tr_status cuda_event_wait(struct tr__event *event, const char *fn)
 
 void tr__backend_cuda_init(struct tr__backend *b)
 {
-    /* kernels[] stays NULL: the CUDA kernels are a later module version's */
+    /* kernels[] stays NULL but to()'s, which is tr_to, the backends'
+     * copies: the CUDA kernels are a later module version's */
     *b = (struct tr__backend){
         .name = "cuda",
         .host_memory = false,
@@ -302,4 +304,5 @@ void tr__backend_cuda_init(struct tr__backend *b)
         .event_query = cuda_event_query,
         .event_wait = cuda_event_wait,
     };
+    b->kernels[TR_OP_TO] = tr__kernel_for(TR_OP_TO);
 }

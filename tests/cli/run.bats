@@ -455,16 +455,29 @@ outputs: {y: y.npy}'
     [ -z "$stderr" ]
 }
 
-@test "--device cuda without a usable GPU is exit 1; auto runs on the CPU" {
+@test "--device cuda: an op without a CUDA kernel is exit 3, a GPU that is not usable exit 1; auto runs on the CPU" {
     pipeline 'inputs: {a: a.npy}
 stages:
   - {name: s, do: [y = a * 2]}
 outputs: {y: y.npy}'
     run_tensorrun 0 p.yaml --device auto -q
     rm y.npy
-    run_tensorrun 1 p.yaml --device cuda
-    [[ "$stderr" == *"stage 's'"*"cuda"* ]]
+    run_tensorrun 3 p.yaml --device cuda
+    [[ "$stderr" == *"stage 's' is to run on cuda:0, which has no kernel for mul"* ]]
     [ ! -e y.npy ]
+    # to() is the one op CUDA has (the module's copies)
+    pipeline 'inputs: {a: a.npy}
+stages:
+  - {name: s, do: ["y = to(a, \"cuda\")"]}
+outputs: {y: y.npy}'
+    if [[ "$("$TENSORRUN" --version)" == *"CUDA: not available"* ]]; then
+        run_tensorrun 1 p.yaml --device cuda
+        [[ "$stderr" == *"stage 's' is to run on cuda:0, which is not available here"* ]]
+        [ ! -e y.npy ]
+    else
+        run_tensorrun 0 p.yaml --device cuda -q
+        assert_tensors_equal y.npy a.npy
+    fi
     run_tensorrun 2 p.yaml --device tpu
     [[ "$stderr" == *"--device"* ]]
 }

@@ -320,6 +320,10 @@ static void check_program(const struct plan *plan)
 
     check(prog && prog->nstages == p->nstages && prog->noutputs == p->noutputs);
     check(prog->nprologue <= prog->ninstrs && prog->ngroups <= prog->noutputs);
+    /* an auto stage on the accelerator can always be planned on the CPU */
+    for (size_t s = 0; s < prog->nstages; s++)
+        check(!prog->stages[s].automatic || prog->stages[s].device.kind == TR_DEV_CPU ||
+              prog->stages[s].has_fallback);
     for (size_t v = 0; v < prog->nvalues; v++) {
         const struct value *pv = &prog->values[v];
         check_meta(&pv->meta);

@@ -48,8 +48,11 @@ static void test_kernel_slots(void)
     }
     is_int(cpu_same, TR_OP_COUNT, "cpu: its slots are kernels.def's (%d ops have one)",
            with_kernel);
-    is_int(cuda_none, TR_OP_COUNT, "cuda: no kernel slot is filled yet");
-    is_int(cuda_says_no, TR_OP_COUNT, "cuda: supports() says no to every op");
+    is_int(cuda_none, TR_OP_COUNT - 1, "cuda: no kernel slot is filled yet but to()'s");
+    ok(cuda->kernels[TR_OP_TO] == tr__kernel_for(TR_OP_TO) &&
+           cuda->supports(cuda, TR_OP_TO, NULL, 0),
+       "cuda: to() is the backends' copies, the CPU's kernel (the cuda column says ANY)");
+    is_int(cuda_says_no, TR_OP_COUNT - 1, "cuda: supports() says no to every other op");
     is_int(fake_missing, 1, "fake: one op the CPU runs is left out");
     ok(fake->kernels[TR_OP_CUMSUM] == NULL && cpu->kernels[TR_OP_CUMSUM] != NULL,
        "fake: the one left out is cumsum");

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auto.h"
 #include "plan.h"
 #include "tap.h"
 
@@ -187,6 +188,54 @@ static void test_foreach_rows(void)
     plan_free(plan);
 }
 
+static void test_auto_work(void)
+{
+    struct plan *plan, *twin;
+    uint64_t n, macs;
+
+    reset_headers();
+    plan = plan_text(INPUTS "stages:\n  - name: s\n    do:\n      - y = b + 1\n"
+                            "      - m = matmul(unsqueeze(b, 1), unsqueeze(b, 0))\n"
+                            "      - v = reshape(b, [2, 4])\n"
+                            "  - name: f\n    foreach: {over: b, size: 2}\n"
+                            "    do:\n      - z = b * 2\n");
+    auto_stage_work(plan->program, 0, &n, &macs);
+    /* b + 1: 8 read, 8 written; matmul: 8 + 8 read, 64 written, 64
+     * multiply-adds; the views (unsqueeze, reshape) touch nothing */
+    is_int((long long)n, 96, "work: the elements non-view ops read and write");
+    is_int((long long)macs, 64, "work: matmul's multiply-adds");
+    auto_stage_work(plan->program, 1, &n, &macs);
+    is_int((long long)n, 16, "work: a foreach stage's, once per block (4 of 2 + 2)");
+    ok(plan->program->stages[0].automatic && plan->stages[0].device.kind == TR_DEV_CPU &&
+           !plan->program->stages[0].has_fallback,
+       "below the thresholds an auto stage is on the CPU");
+    plan_free(plan);
+
+    /* 2^26 elements read and 2^26 written: on the accelerator, fake:0 */
+    h.e[1].ndim = 2;
+    h.e[1].shape[0] = h.e[1].shape[1] = 8192;
+    plan = plan_text(INPUTS "stages:\n  - name: s\n    do:\n      - y = b + 1\n"
+                            "  - name: c\n    device: cpu\n    do:\n      - z = b * 2\n");
+    ok(plan->stages[0].device.kind == TR_DEV_FAKE && plan->program->stages[0].automatic,
+       "past the thresholds an auto stage is on the accelerator");
+    ok(plan->stages[1].device.kind == TR_DEV_CPU && !plan->program->stages[1].automatic,
+       "a stage given a device stays there, whatever its work");
+    ok(plan->program->stages[0].has_fallback &&
+           plan->program->stages[0].fallback_peak_bytes == 256u << 20,
+       "its fallback's CPU peak: y alone (b is mapped)");
+    is_int((long long)plan->program->stages[0].memory[0].peak_bytes, 512ll << 20,
+           "on the device: b's copy and y");
+    twin = plan_pin_cpu(plan, 0);
+    ok(twin && twin->stages[0].device.kind == TR_DEV_CPU && twin->pinned[0] &&
+           twin->program->stages[0].memory[0].peak_bytes == 256u << 20 &&
+           twin->program->nlowered == plan->program->nlowered,
+       "plan_pin_cpu: the stage on the CPU, its peak the fallback's, the lowering's values "
+       "numbered alike");
+    ok(twin && !twin->program->stages[0].has_fallback, "a pinned stage has no fallback");
+    plan_free(twin);
+    plan_free(plan);
+}
+
 int main(void)
 {
     int fd = mkstemp(file);
@@ -196,9 +245,11 @@ int main(void)
         return 1;
     }
     close(fd);
+    setenv("TENSORRUN_FAKE_DEVICES", "1", 1); /* the accelerator of auto */
     test_headers();
     test_block_outputs();
     test_foreach_rows();
+    test_auto_work();
     pipeline_free(loaded);
     diag_free(&diags);
     unlink(file);
