@@ -90,14 +90,22 @@ static void follow(const struct program *prog, struct operand *o)
         follow(prog, &o->items[i]);
 }
 
-/* Moves stage s to device: its results, and every operand's copy of
- * their description. */
+/* Moves stage s to device: its results (as a foreach stage's whole and
+ * last block describe them too), and every operand's copy of their
+ * description. */
 static void retarget(struct program *prog, size_t s, struct tr_device device)
 {
     prog->stages[s].device = device;
-    for (size_t v = 0; v < prog->nvalues; v++)
-        if (made_on_cpu(prog, &prog->values[v], s))
-            prog->values[v].meta.device = device;
+    for (size_t v = 0; v < prog->nvalues; v++) {
+        struct value *pv = &prog->values[v];
+        if (!made_on_cpu(prog, pv, s))
+            continue;
+        pv->meta.device = device;
+        if (pv->joined)
+            pv->joined_meta.device = device;
+        if (pv->has_last)
+            pv->last_meta.device = device;
+    }
     for (size_t i = 0; i < prog->ninstrs; i++)
         for (int a = 0; a < prog->instrs[i].nargs; a++)
             follow(prog, &prog->instrs[i].args[a]);

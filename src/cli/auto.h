@@ -22,7 +22,7 @@
 
 /* Stage s's planned work: the elements its instructions' tensor operands
  * and results hold (views touch none), and the multiply-adds of its
- * products; a foreach stage's, once per block.  Saturates. */
+ * products; a foreach stage's, all of it once per block.  Saturates. */
 void auto_stage_work(const struct program *prog, size_t s, uint64_t *elements,
                      uint64_t *macs);
 

@@ -516,6 +516,16 @@ static tr_status fill_joins(struct exec *x, const struct instr *in)
     return TR_OK;
 }
 
+/* Whether the accelerator of the auto stage running has run out of
+ * memory since the stage began. */
+static bool device_ran_out(const struct exec *x)
+{
+    struct tr_memory_stats now;
+
+    return x->fall_device.kind != TR_DEV_CPU && tr_memory_stats(x->fall_device, &now) == TR_OK &&
+           now.oom_count > x->fall_ooms;
+}
+
 int exec_instr(struct exec *x, const struct stage *st, size_t at)
 {
     const struct instr *in = &x->prog->instrs[at];
@@ -554,7 +564,7 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at)
             return EXEC_FALL_BACK;
         }
         stage_failed(x, st, in);
-        if (status == EXIT_OOM && x->no_fall_back)
+        if (status == EXIT_OOM && x->no_fall_back && device_ran_out(x))
             msg_note(NULL, "the stage cannot run again on the CPU: %s", x->no_fall_back);
         return status;
     }
@@ -651,6 +661,7 @@ static int report_device(struct exec *x, size_t s, struct tr_device device,
     r.peak_active_bytes = after.peak_active_bytes;
     r.active_bytes = after.active_bytes;
     r.cached_bytes = after.cached_bytes;
+    r.pending_bytes = after.pending_bytes;
     r.released_bytes = st->keep_cache || x->o->keep_cache ? 0 : tr_release_cached(device);
     r.alloc_count = after.alloc_count - before->alloc_count;
     r.cache_hit_count = after.cache_hit_count - before->cache_hit_count;
@@ -681,13 +692,9 @@ static bool reads_stream(const struct program *prog, size_t s)
 /* Whether the stage's failure is its accelerator running out of memory
  * (then, in why, the error) rather than an error it would also have on
  * the CPU. */
-static bool ran_out(struct exec *x, size_t s, const struct tr_memory_stats *before, char *why,
-                    size_t size)
+static bool ran_out(struct exec *x, size_t s, char *why, size_t size)
 {
-    struct tr_memory_stats after;
-
-    tr_memory_stats(x->prog->stages[s].device, &after);
-    if (after.oom_count == before->oom_count) {
+    if (!device_ran_out(x)) {
         stage_failed(x, x->plan->stages[s].stage, &x->prog->instrs[x->failed_at]);
         return false;
     }
@@ -700,7 +707,7 @@ static int run_stage(struct exec *x, size_t s)
     const struct plan_stage *ps = &x->plan->stages[s];
     const struct program_stage *pst = &x->prog->stages[s];
     const struct stage *st = ps->stage;
-    struct tr_memory_stats before[2], device_before;
+    struct tr_memory_stats before[2];
     char why[1024];
     bool fall_back = false;
     struct tr_device devices[2];
@@ -718,11 +725,12 @@ static int run_stage(struct exec *x, size_t s)
     }
     x->may_fall_back = pst->automatic && pst->device.kind != TR_DEV_CPU;
     x->no_fall_back = NULL;
+    x->fall_device = x->may_fall_back ? pst->device : TR_CPU;
+    x->fall_ooms = before[0].oom_count;
     if (x->may_fall_back && reads_stream(x->prog, s)) {
         x->may_fall_back = false;
         x->no_fall_back = "it reads a stream a block at a time, and what it read is gone";
     }
-    device_before = before[0];
     progress_stage(x->progress, st->name, st->nstatements);
     scope = tr_scope_begin();
     if (!scope) {
@@ -746,11 +754,12 @@ static int run_stage(struct exec *x, size_t s)
         }
     }
     if (status == EXEC_FALL_BACK) {
-        fall_back = ran_out(x, s, &device_before, why, sizeof why);
+        fall_back = ran_out(x, s, why, sizeof why);
         status = fall_back ? EXIT_OK : EXIT_OOM;
     }
     x->may_fall_back = false;
     x->no_fall_back = NULL;
+    x->fall_device = TR_CPU;
     /* what the stage made and later stages need moves to the run's scope
      * (nothing, when it runs again) */
     keep = calloc(pst->nkeeps + 1, sizeof *keep);

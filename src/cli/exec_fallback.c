@@ -29,15 +29,18 @@ int exec_fall_back(struct exec *x, size_t s, struct tr_device device, const char
     const struct stage *st = x->plan->stages[s].stage;
     struct plan *twin = plan_pin_cpu(x->plan, s);
     struct tr_tensor **tensors = NULL;
+    bool carries = twin && carries_over(x, twin);
     char dev[TR_DEVICE_NAME_MAX];
 
-    if (twin && carries_over(x, twin))
+    if (carries)
         tensors = calloc(twin->program->nvalues + 1, sizeof *tensors);
     if (!tensors) {
         plan_free(twin);
         msg_error(NULL, "stage '%s': %s", st->name, why);
-        msg_note(NULL, "it could not be run again on the CPU: %s",
-                 twin ? "out of memory" : "its plan failed");
+        msg_note(NULL, "the stage could not run again on the CPU: %s",
+                 !twin     ? "it could not be planned there"
+                 : carries ? "out of memory"
+                           : "what it read could not carry over");
         return EXIT_OOM;
     }
     memcpy(tensors, x->tensors, x->prog->nlowered * sizeof *tensors);

@@ -221,6 +221,10 @@ static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, str
         bl->cut[c].ra = open_readahead(x, pst->over[c], bl->cut[c].over);
     return EXIT_OK;
 failed:
+    if (tr_last_status() == TR_ERR_OOM && x->may_fall_back) {
+        x->failed_at = pst->first + (pst->nblock ? pst->nonce : 0); /* the blocks' first */
+        return EXEC_FALL_BACK;
+    }
     msg_error(NULL, "stage '%s': %s", bl->st->name, tr_last_error());
     return exit_for_status(tr_last_status());
 }
@@ -366,17 +370,20 @@ int exec_foreach(struct exec *x, size_t s)
             x->tensors[v] = tr_index_view(bl.cut[c].over, NULL, 0);
     }
     /* what the blocks read but did not make dies after the last one, and
-     * a cut value too when the part before them read it last */
+     * a cut value too when the part before them read it last; when the
+     * stage is to run again on the CPU (EXEC_FALL_BACK), what it read from
+     * before it stays for that */
     for (size_t i = once_end; i < blocks_end; i++) {
         const struct instr *in = &x->prog->instrs[i];
         for (size_t k = 0; k < in->ndies; k++) {
-            if (liveness_block_local(x->prog, s, in->dies[k]))
+            if (liveness_block_local(x->prog, s, in->dies[k]) ||
+                (status == EXEC_FALL_BACK && x->prog->values[in->dies[k]].stage != (int)s))
                 continue;
             tr_release(x->tensors[in->dies[k]]);
             x->tensors[in->dies[k]] = NULL;
         }
     }
-    for (size_t c = 0; c < pst->nover; c++) {
+    for (size_t c = 0; c < pst->nover && status != EXEC_FALL_BACK; c++) {
         if (x->prog->values[pst->over[c]].last_use < once_end) {
             tr_release(x->tensors[pst->over[c]]);
             x->tensors[pst->over[c]] = NULL;

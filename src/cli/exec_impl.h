@@ -42,6 +42,8 @@ struct exec {
      * (until it writes to an output) and, once it ran out of memory, where */
     bool may_fall_back;
     const char *no_fall_back;     /* why an auto stage there no longer may, or NULL */
+    struct tr_device fall_device; /* the accelerator of such a stage, */
+    uint64_t fall_ooms;           /* and its pool's oom_count when the stage began */
     size_t failed_at;
     struct plan *own_plan;        /* the plan run on after a fallback (x->plan) */
 };

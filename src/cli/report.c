@@ -74,6 +74,8 @@ void report_stage(struct report *r, const struct stage_report *s)
         json_object_set_new(o, "peak_active_bytes", json_integer((json_int_t)s->peak_active_bytes));
         json_object_set_new(o, "active_bytes", json_integer((json_int_t)s->active_bytes));
         json_object_set_new(o, "cached_bytes", json_integer((json_int_t)s->cached_bytes));
+        if (s->device.kind != TR_DEV_CPU)
+            json_object_set_new(o, "pending_bytes", json_integer((json_int_t)s->pending_bytes));
         json_object_set_new(o, "released_bytes", json_integer((json_int_t)s->released_bytes));
         json_object_set_new(o, "alloc_count", json_integer((json_int_t)s->alloc_count));
         json_object_set_new(o, "cache_hit_count", json_integer((json_int_t)s->cache_hit_count));

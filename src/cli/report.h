@@ -22,6 +22,7 @@ struct stage_report {
     uint64_t peak_active_bytes;  /* this stage alone */
     uint64_t active_bytes;       /* after its scope closed */
     uint64_t cached_bytes;       /* idle in the pool, before the release */
+    uint64_t pending_bytes;      /* of those, freed before the device's work was done */
     uint64_t released_bytes;     /* what the release gave back */
     uint64_t alloc_count;        /* this stage alone */
     uint64_t cache_hit_count;

@@ -8,8 +8,11 @@
  * else beside the executable, else from the installed package directory.
  *
  * The pool's segments come from the module's malloc; copies are the
- * module's and are done when they return (so its events are complete when
- * recorded).  No kernels yet but to()'s (tr_to: the copies): every other
+ * module's, queued on the device's stream, and an event is one of the
+ * module's marks (cuda_module.h), so the pool defers a free until the work
+ * before it is done.  Uploads from pageable memory go through pinned
+ * staging buffers (staging.c), kept for the rest of the run once made:
+ * cudaHostAlloc is slow.  No kernels yet but to()'s (tr_to: the copies): every other
  * kernel slot is NULL, and supports() says what the cuda column of ops.def
  * says (NONE for every other op so far), whether a device is present or
  * not.
@@ -184,11 +187,72 @@ static void cuda_raw_free(void *ctx, void *ptr, uint64_t bytes)
     cuda_module->free((int)(intptr_t)ctx, ptr);
 }
 
+static uint64_t cuda_stream_mark(void *ctx)
+{
+    return cuda_module->mark((int)(intptr_t)ctx);
+}
+
+/* A device that cannot answer has failed: what it would still read is
+ * lost with it, so its blocks are taken as free. */
+static bool cuda_stream_done(void *ctx, uint64_t mark)
+{
+    char err[256];
+
+    return cuda_module->mark_done((int)(intptr_t)ctx, mark, err, sizeof err) != 0;
+}
+
+static void cuda_stream_wait(void *ctx, uint64_t mark)
+{
+    char err[256];
+
+    cuda_module->mark_wait((int)(intptr_t)ctx, mark, err, sizeof err);
+}
+
 static void cuda_pool_backend(int index, struct tr__pool_backend *out)
 {
     *out = (struct tr__pool_backend){.raw_alloc = cuda_raw_alloc,
                                      .raw_free = cuda_raw_free,
-                                     .ctx = (void *)(intptr_t)index};
+                                     .ctx = (void *)(intptr_t)index,
+                                     .stream_mark = cuda_stream_mark,
+                                     .stream_done = cuda_stream_done,
+                                     .stream_wait = cuda_stream_wait};
+}
+
+/* ----------------------------------------------------- staging buffers */
+
+/* Pinned buffers of TR__STAGING_BYTES given back, kept for the next
+ * upload: enough for two rings at once. */
+#define KEPT_STAGING (2 * TR__STAGING_SLOTS)
+
+static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *kept_staging[KEPT_STAGING];
+static int nkept_staging;
+
+static void *cuda_staging_alloc(int index, uint64_t bytes)
+{
+    void *p = NULL;
+
+    (void)index; /* pinned memory is the host's, for every device */
+    pthread_mutex_lock(&staging_lock);
+    if (bytes == TR__STAGING_BYTES && nkept_staging > 0)
+        p = kept_staging[--nkept_staging];
+    pthread_mutex_unlock(&staging_lock);
+    return p ? p : cuda_module->host_alloc(bytes);
+}
+
+static void cuda_staging_free(int index, void *ptr, uint64_t bytes)
+{
+    bool kept = false;
+
+    (void)index;
+    pthread_mutex_lock(&staging_lock);
+    if (bytes == TR__STAGING_BYTES && nkept_staging < KEPT_STAGING) {
+        kept_staging[nkept_staging++] = ptr;
+        kept = true;
+    }
+    pthread_mutex_unlock(&staging_lock);
+    if (!kept)
+        cuda_module->host_free(ptr);
 }
 
 static tr_status cuda_failed(const char *fn, int index, const char *why)
@@ -263,24 +327,30 @@ static tr_status cuda_synchronize(int index, const char *fn)
     return TR_OK;
 }
 
-/* The module's copies are done when they return. */
+/* An event is a mark of the module's (0: none could be made, and the
+ * stream was waited for instead). */
 static void cuda_event_record(int index, struct tr__event *event)
 {
-    *event = (struct tr__event){.device = TR_CUDA(index)};
+    *event = (struct tr__event){.device = TR_CUDA(index), .seq = cuda_module->mark(index)};
 }
 
 static tr_status cuda_event_query(struct tr__event *event, bool *done, const char *fn)
 {
-    (void)event;
-    (void)fn;
-    *done = true;
+    char err[256];
+    int rc = cuda_module->mark_done(event->device.index, event->seq, err, sizeof err);
+
+    if (rc < 0)
+        return cuda_failed(fn, event->device.index, err);
+    *done = rc == 1;
     return TR_OK;
 }
 
 static tr_status cuda_event_wait(struct tr__event *event, const char *fn)
 {
-    (void)event;
-    (void)fn;
+    char err[256];
+
+    if (cuda_module->mark_wait(event->device.index, event->seq, err, sizeof err) != 0)
+        return cuda_failed(fn, event->device.index, err);
     return TR_OK;
 }
 
@@ -298,6 +368,8 @@ void tr__backend_cuda_init(struct tr__backend *b)
         .download = cuda_download,
         .fill_zero = cuda_fill_zero,
         .gather = cuda_gather,
+        .staging_alloc = cuda_staging_alloc,
+        .staging_free = cuda_staging_free,
         .supports = cuda_supports,
         .synchronize = cuda_synchronize,
         .event_record = cuda_event_record,

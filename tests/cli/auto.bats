@@ -136,3 +136,27 @@ assert np.allclose(y, x @ w, rtol=1e-4, atol=1e-3)'
     TENSORRUN_FAKE_DEVICES=1 TENSORRUN_FAKE_MEMORY=4194304 run_tensorrun 5 f.yaml -q
     [[ "$stderr" == *"note: the stage cannot run again on the CPU: it has given an output its values already"* ]]
 }
+
+@test "auto: a foreach stage on the accelerator, with a shorter last block, its whole read by the next stage" {
+    "$PY" -c 'import numpy as np
+r = np.random.default_rng(2)
+np.save("x.npy", r.standard_normal((4000, 256)).astype("<f4"))
+np.save("w.npy", r.standard_normal((256, 1024)).astype("<f4"))'
+    # 4 blocks, the last of 928 rows: past 2^30 multiply-adds in all; the
+    # whole y is kept for the next stage, nothing follows the blocks
+    printf '%s\n' 'tensorrun: 1' 'inputs: {x: x.npy, w: w.npy}' 'stages:' '  - name: blocks' \
+        '    foreach: {over: x, size: 1024}' '    do: ["y = matmul(x, w)"]' \
+        '  - name: after' '    do: ["s = sum(y, 0)"]' 'outputs: {s: s.npy}' > f.yaml
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate f.yaml
+    [[ "$output" == *'stage 1 "blocks" on fake:0 (auto)'* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 f.yaml --stats json --stats-file stats.jsonl
+    grep -q '"stage":"blocks","index":0,"device":"fake:0"' stats.jsonl
+    mv s.npy s_fake.npy
+    run_tensorrun 0 f.yaml -q
+    assert_tensors_equal s.npy s_fake.npy
+    # out of device memory in the first block: runs again on the CPU, with
+    # what it read from before it (x, w) still there
+    TENSORRUN_FAKE_DEVICES=1 TENSORRUN_FAKE_MEMORY=4194304 run_tensorrun 0 f.yaml -q
+    [[ "$stderr" == *"stage 'blocks' ran out of memory on fake:0, and runs again on the CPU"* ]]
+    assert_tensors_equal s.npy s_fake.npy
+}

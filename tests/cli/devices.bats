@@ -22,7 +22,7 @@ json_line() { # STAGE DEVICE FIELD: a field of a stage's line for a device
 for line in open("stats.jsonl"):
     r = json.loads(line)
     if r.get("stage") == sys.argv[1] and r.get("device") == sys.argv[2]:
-        print(json.dumps(r[sys.argv[3]]))' "$1" "$2" "$3"
+        print(json.dumps(r.get(sys.argv[3])))' "$1" "$2" "$3"
 }
 
 @test "a stage on another device: its transfers are instructions of the program" {
@@ -54,6 +54,10 @@ print(sum(i.get("op") == "to" for s in p["stages"] for i in s["instructions"]))'
     [ "$(json_line onfake fake:0 kept)" = '["y"]' ]
     # every device's cache is given back after the stage
     [ "$(json_line onfake fake:0 cached_bytes)" -eq "$(json_line onfake fake:0 released_bytes)" ]
+    # the device's line says how much of its cache waited for its work;
+    # the CPU's, whose work is done when it returns, has no such figure
+    [ "$(json_line onfake fake:0 pending_bytes)" -le "$(json_line onfake fake:0 cached_bytes)" ]
+    [ "$(json_line onfake cpu pending_bytes)" = null ]
     "$PY" -c 'import json
 run = [json.loads(l) for l in open("stats.jsonl") if "\"run\"" in l][0]
 assert set(run["peak_active_bytes"]) == {"cpu", "fake:0"}, run'

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda/cuda_module.h"
@@ -59,7 +60,8 @@ static void test_module_loads(void)
     get = (tr_cuda_module_get_fn)(uintptr_t)dlsym(h, TR_CUDA_MODULE_SYMBOL);
     ok(get != NULL, "module: exports %s", TR_CUDA_MODULE_SYMBOL);
     m = get ? get(TR_CUDA_MODULE_ABI) : NULL;
-    ok(m && m->abi == TR_CUDA_MODULE_ABI && m->malloc && m->copy_strided && m->synchronize,
+    ok(m && m->abi == TR_CUDA_MODULE_ABI && m->malloc && m->host_alloc && m->copy_strided &&
+           m->mark && m->mark_done && m->mark_wait && m->synchronize,
        "module: gives its table for this ABI");
     ok(get && get(TR_CUDA_MODULE_ABI + 1) == NULL, "module: refuses another ABI");
     n = m ? m->device_count(err, sizeof err) : -2;
@@ -145,6 +147,69 @@ static void test_with_gpu(int count)
        "gpu: every block returned, and the cache released");
 }
 
+/* The stream: staged uploads through pinned buffers, deferred frees, and
+ * the copies' order, on a real device. */
+static void test_gpu_stream(void)
+{
+    int64_t n = (21 << 20) / 4 + 3, wide[2] = {4096, 1024};
+    float *v = malloc((size_t)n * sizeof *v), *back = malloc((size_t)n * sizeof *back);
+    struct tr_blob blob = {.data = v, .nbytes = (uint64_t)n * sizeof *v};
+    struct tr_tensor *t, *d, *x, *xt, *want;
+    struct tr_memory_stats c0, s;
+
+    if (!v || !back) {
+        ok(false, "gpu: memory for the stream tests");
+        free(v);
+        free(back);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)i;
+    t = tr_from_blob(&blob, TR_DTYPE_F32, 1, &n, NULL, TR_CPU);
+    tr_memory_stats(TR_CPU, &c0);
+    d = tr_to(t, TR_CUDA(0));
+    tr_memory_stats(TR_CPU, &s);
+    ok(d && s.alloc_count == c0.alloc_count,
+       "gpu: 21 MiB of borrowed memory goes up through the pinned ring, nothing of the CPU "
+       "pool");
+    ok(d && tr_copy_to_host(d, back, (size_t)n * sizeof *back) == TR_OK &&
+           memcmp(back, v, (size_t)n * sizeof *v) == 0,
+       "gpu: every chunk's bits, though two buffers took turns");
+    tr_release(d);
+    x = tr_from_blob(&blob, TR_DTYPE_F32, 2, wide, NULL, TR_CPU);
+    xt = x ? tr_transpose(x, 0, 1) : NULL;
+    want = xt ? tr_contiguous(xt) : NULL;
+    d = xt ? tr_to(xt, TR_CUDA(0)) : NULL;
+    ok(d && tr_copy_to_host(d, back, 16 << 20) == TR_OK &&
+           memcmp(back, tr_tensor_data(want), 16 << 20) == 0,
+       "gpu: a transposed view goes up gathered, in order");
+    tr_release(d);
+    tr_release(want);
+    tr_release(xt);
+    tr_release(x);
+    /* many uploads and frees in a row: each block reused only once the
+     * copy into it is done, so every one comes back as it went */
+    bool same = true;
+    for (int round = 0; round < 40 && same; round++) {
+        for (int64_t i = 0; i < 1024; i++)
+            v[i] = (float)(round * 1024 + i);
+        int64_t k = 1024;
+        struct tr_tensor *small = tr_from_data(v, TR_DTYPE_F32, 1, &k, TR_CPU);
+        struct tr_tensor *up = small ? tr_to(small, TR_CUDA(0)) : NULL;
+        same = up && tr_copy_to_host(up, back, 4096) == TR_OK && memcmp(back, v, 4096) == 0;
+        tr_release(up);
+        tr_release(small);
+    }
+    ok(same, "gpu: forty uploads into reused blocks, each one's bits");
+    tr_release(t);
+    ok(tr_memory_stats(TR_CUDA(0), &s) == TR_OK && s.active_bytes == 0 &&
+           tr_release_cached(TR_CUDA(0)) == s.cached_bytes &&
+           tr_memory_stats(TR_CUDA(0), &s) == TR_OK && s.pending_bytes == 0,
+       "gpu: nothing pending once the work is done, the cache released");
+    free(v);
+    free(back);
+}
+
 int main(void)
 {
     int count;
@@ -158,6 +223,7 @@ int main(void)
         skip("GPU transfers: no CUDA device (%s)", tr_cuda_unavailable_reason());
     } else {
         test_with_gpu(count);
+        test_gpu_stream();
     }
     return done_testing();
 }

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define TR_CUDA_MODULE_ABI 2
+#define TR_CUDA_MODULE_ABI 3
 #define TR_CUDA_MODULE_SYMBOL "tr_cuda_module_get"
 #define TR_CUDA_MAX_NDIM 8
 
@@ -26,6 +26,13 @@ enum tr_cuda_copy_kind {
     TR_CUDA_DEVICE_TO_DEVICE
 };
 
+/*
+ * Work on a device is one stream, done in the order it was issued: the
+ * copies, fills and gathers below return once enqueued.  A mark is a point
+ * in that stream, numbered from 1 in the order marks are made: it is done
+ * once all work issued before it is.  Memory a queued copy reads or
+ * writes must stay valid until a mark made after it is done.
+ */
 struct tr_cuda_module {
     int abi; /* TR_CUDA_MODULE_ABI */
     /* Devices the runtime sees (0 or more), or -1 when it cannot start. */
@@ -33,6 +40,9 @@ struct tr_cuda_module {
     /* Device memory, or NULL when the device has none left. */
     void *(*malloc)(int device, uint64_t bytes);
     void (*free)(int device, void *ptr);
+    /* Page-locked host memory (what copies read at full speed), or NULL. */
+    void *(*host_alloc)(uint64_t bytes);
+    void (*host_free)(void *ptr);
     int (*memcpy)(int device, void *dst, const void *src, uint64_t bytes,
                   enum tr_cuda_copy_kind kind, char *err, size_t errsize);
     int (*memset)(int device, void *dst, int value, uint64_t bytes, char *err,
@@ -43,6 +53,13 @@ struct tr_cuda_module {
     int (*copy_strided)(int device, void *dst, const void *src, uint64_t itemsize,
                         int ndim, const int64_t *shape, const int64_t *strides,
                         char *err, size_t errsize);
+    /* A mark after the work issued so far; 0 when none could be made (the
+     * stream was waited for instead: everything is done). */
+    uint64_t (*mark)(int device);
+    /* 1 when mark is done, 0 when not yet, -1 on an error. */
+    int (*mark_done)(int device, uint64_t mark, char *err, size_t errsize);
+    /* Waits until mark is done. */
+    int (*mark_wait)(int device, uint64_t mark, char *err, size_t errsize);
     /* Waits until all work issued on the device is done. */
     int (*synchronize)(int device, char *err, size_t errsize);
 };

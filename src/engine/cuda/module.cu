@@ -2,9 +2,16 @@
  * module.cu - tensorrun-cuda.so: the CUDA side of the engine, loaded with
  * dlopen only when a stage may run on a GPU.  It fills in the function table
  * of cuda_module.h; nothing else of it is visible to the engine.
+ *
+ * Each device has one stream, made at its first use, that every copy, fill
+ * and kernel of the module goes on, and a ring of events for its marks:
+ * mark n is the n-th event recorded on the stream.  Events complete in
+ * the stream's order, so the marks done so far are a prefix: `completed`
+ * is the last of them, and the ring holds the ones after it.
  */
 #include <cuda_runtime.h>
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "cuda_module.h"
@@ -30,6 +37,71 @@ int device_count(char *err, size_t errsize)
     return n;
 }
 
+constexpr int MAX_DEVICES = 64; /* the engine's TR__MAX_DEVICE_INDEX */
+constexpr int RING = 256;       /* marks not known done, at most */
+
+struct device_state {
+    pthread_mutex_t lock;
+    cudaStream_t stream;
+    bool ready;
+    cudaEvent_t events[RING];    /* events[(first + i) % RING]: mark completed + 1 + i */
+    int first, count, made;      /* made: events created so far */
+    uint64_t completed;          /* the last mark known done */
+};
+
+device_state devices[MAX_DEVICES] = {};
+pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+void init_devices()
+{
+    for (auto &d : devices)
+        pthread_mutex_init(&d.lock, nullptr);
+}
+
+/* Device's state with its stream made and current (d locked by the
+ * caller), or nullptr. */
+device_state *ready(int device, cudaError_t *rc)
+{
+    device_state *d;
+
+    *rc = cudaErrorInvalidDevice;
+    if (device < 0 || device >= MAX_DEVICES)
+        return nullptr;
+    d = &devices[device];
+    *rc = cudaSetDevice(device);
+    if (*rc == cudaSuccess && !d->ready) {
+        *rc = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+        d->ready = *rc == cudaSuccess;
+    }
+    return *rc == cudaSuccess ? d : nullptr;
+}
+
+/* Locks device's state and makes it ready; nullptr (unlocked) on an
+ * error, written into err. */
+device_state *take(int device, const char *what, char *err, size_t errsize)
+{
+    cudaError_t rc;
+    device_state *d;
+
+    pthread_once(&devices_once, init_devices);
+    if (device < 0 || device >= MAX_DEVICES) {
+        snprintf(err, errsize, "%s: no device %d", what, device);
+        return nullptr;
+    }
+    pthread_mutex_lock(&devices[device].lock);
+    d = ready(device, &rc);
+    if (!d) {
+        pthread_mutex_unlock(&devices[device].lock);
+        fail(rc, what, err, errsize);
+    }
+    return d;
+}
+
+void give(device_state *d)
+{
+    pthread_mutex_unlock(&d->lock);
+}
+
 void *device_malloc(int device, uint64_t bytes)
 {
     void *p = nullptr;
@@ -41,10 +113,28 @@ void *device_malloc(int device, uint64_t bytes)
     return p;
 }
 
+/* cudaFree waits for the device first: the pool frees a segment only once
+ * the work on its blocks is done anyway. */
 void device_free(int device, void *ptr)
 {
     if (cudaSetDevice(device) == cudaSuccess)
         cudaFree(ptr);
+}
+
+void *host_alloc(uint64_t bytes)
+{
+    void *p = nullptr;
+
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+    }
+    return p;
+}
+
+void host_free(void *ptr)
+{
+    cudaFreeHost(ptr);
 }
 
 int device_memcpy(int device, void *dst, const void *src, uint64_t bytes,
@@ -52,22 +142,112 @@ int device_memcpy(int device, void *dst, const void *src, uint64_t bytes,
 {
     static const cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                            cudaMemcpyDeviceToDevice};
-    cudaError_t rc = cudaSetDevice(device);
+    device_state *d = take(device, "cudaMemcpyAsync", err, errsize);
+    cudaError_t rc;
 
-    if (rc == cudaSuccess)
-        rc = cudaMemcpy(dst, src, bytes, kinds[kind]);
-    return rc == cudaSuccess ? 0 : fail(rc, "cudaMemcpy", err, errsize);
+    if (!d)
+        return -1;
+    rc = cudaMemcpyAsync(dst, src, bytes, kinds[kind], d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "cudaMemcpyAsync", err, errsize);
 }
 
 int device_memset(int device, void *dst, int value, uint64_t bytes, char *err, size_t errsize)
 {
-    cudaError_t rc = cudaSetDevice(device);
+    device_state *d = take(device, "cudaMemsetAsync", err, errsize);
+    cudaError_t rc;
+
+    if (!d)
+        return -1;
+    rc = cudaMemsetAsync(dst, value, bytes, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "cudaMemsetAsync", err, errsize);
+}
+
+/* The oldest mark of the ring is done: dropped from it (d locked). */
+void pop_done(device_state *d)
+{
+    d->first = (d->first + 1) % RING;
+    d->count--;
+    d->completed++;
+}
+
+/* Waits for the oldest mark of the ring (d locked). */
+cudaError_t wait_oldest(device_state *d)
+{
+    cudaError_t rc = cudaEventSynchronize(d->events[d->first]);
 
     if (rc == cudaSuccess)
-        rc = cudaMemset(dst, value, bytes);
+        pop_done(d);
+    return rc;
+}
+
+uint64_t device_mark(int device)
+{
+    char err[256];
+    device_state *d = take(device, "cudaEventRecord", err, sizeof err);
+    cudaError_t rc = cudaSuccess;
+    uint64_t mark = 0;
+    int slot;
+
+    if (!d)
+        return 0;
+    if (d->count == RING)
+        rc = wait_oldest(d);
+    slot = (d->first + d->count) % RING;
+    if (rc == cudaSuccess && slot >= d->made) {
+        rc = cudaEventCreateWithFlags(&d->events[slot], cudaEventDisableTiming);
+        d->made += rc == cudaSuccess;
+    }
     if (rc == cudaSuccess)
-        rc = cudaDeviceSynchronize();
-    return rc == cudaSuccess ? 0 : fail(rc, "cudaMemset", err, errsize);
+        rc = cudaEventRecord(d->events[slot], d->stream);
+    if (rc == cudaSuccess) {
+        d->count++;
+        mark = d->completed + (uint64_t)d->count;
+    } else {
+        /* no event: everything issued is waited for, and the marks so far
+         * are done with it */
+        cudaGetLastError();
+        cudaStreamSynchronize(d->stream);
+        d->completed += (uint64_t)d->count;
+        d->first = (d->first + d->count) % RING;
+        d->count = 0;
+    }
+    give(d);
+    return mark;
+}
+
+int device_mark_done(int device, uint64_t mark, char *err, size_t errsize)
+{
+    device_state *d = take(device, "cudaEventQuery", err, errsize);
+    cudaError_t rc = cudaSuccess;
+    int done;
+
+    if (!d)
+        return -1;
+    while (d->completed < mark && d->count > 0 &&
+           (rc = cudaEventQuery(d->events[d->first])) == cudaSuccess)
+        pop_done(d);
+    done = d->completed >= mark || d->count == 0;
+    give(d);
+    if (rc != cudaSuccess && rc != cudaErrorNotReady)
+        return fail(rc, "cudaEventQuery", err, errsize);
+    if (rc == cudaErrorNotReady)
+        cudaGetLastError();
+    return done ? 1 : 0;
+}
+
+int device_mark_wait(int device, uint64_t mark, char *err, size_t errsize)
+{
+    device_state *d = take(device, "cudaEventSynchronize", err, errsize);
+    cudaError_t rc = cudaSuccess;
+
+    if (!d)
+        return -1;
+    while (d->completed < mark && d->count > 0 && rc == cudaSuccess)
+        rc = wait_oldest(d);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "cudaEventSynchronize", err, errsize);
 }
 
 struct strided_layout {
@@ -93,14 +273,16 @@ __global__ void gather_kernel(T *dst, const char *src, int64_t n, strided_layout
 }
 
 template <typename T>
-void launch_gather(void *dst, const void *src, int64_t n, const strided_layout &layout)
+void launch_gather(void *dst, const void *src, int64_t n, const strided_layout &layout,
+                   cudaStream_t stream)
 {
     int threads = 256;
     int64_t blocks = (n + threads - 1) / threads;
 
     if (blocks > 65535 * 16)
         blocks = 65535 * 16;
-    gather_kernel<T><<<(unsigned)blocks, threads>>>((T *)dst, (const char *)src, n, layout);
+    gather_kernel<T><<<(unsigned)blocks, threads, 0, stream>>>((T *)dst, (const char *)src, n,
+                                                               layout);
 }
 
 int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int ndim,
@@ -108,6 +290,7 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
 {
     strided_layout layout = {};
     int64_t n = 1;
+    device_state *d;
     cudaError_t rc;
 
     if (ndim < 0 || ndim > TR_CUDA_MAX_NDIM) {
@@ -122,36 +305,46 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
     }
     if (n == 0)
         return 0;
-    rc = cudaSetDevice(device);
-    if (rc != cudaSuccess)
-        return fail(rc, "cudaSetDevice", err, errsize);
+    d = take(device, "the strided copy kernel", err, errsize);
+    if (!d)
+        return -1;
     switch (itemsize) {
-    case 1: launch_gather<uint8_t>(dst, src, n, layout); break;
-    case 2: launch_gather<uint16_t>(dst, src, n, layout); break;
-    case 4: launch_gather<uint32_t>(dst, src, n, layout); break;
-    case 8: launch_gather<uint64_t>(dst, src, n, layout); break;
+    case 1: launch_gather<uint8_t>(dst, src, n, layout, d->stream); break;
+    case 2: launch_gather<uint16_t>(dst, src, n, layout, d->stream); break;
+    case 4: launch_gather<uint32_t>(dst, src, n, layout, d->stream); break;
+    case 8: launch_gather<uint64_t>(dst, src, n, layout, d->stream); break;
     default:
+        give(d);
         snprintf(err, errsize, "copy_strided: item size %llu", (unsigned long long)itemsize);
         return -1;
     }
     rc = cudaGetLastError();
-    if (rc == cudaSuccess)
-        rc = cudaDeviceSynchronize();
+    give(d);
     return rc == cudaSuccess ? 0 : fail(rc, "the strided copy kernel", err, errsize);
 }
 
 int device_synchronize(int device, char *err, size_t errsize)
 {
-    cudaError_t rc = cudaSetDevice(device);
+    device_state *d = take(device, "cudaStreamSynchronize", err, errsize);
+    cudaError_t rc;
 
-    if (rc == cudaSuccess)
-        rc = cudaDeviceSynchronize();
-    return rc == cudaSuccess ? 0 : fail(rc, "cudaDeviceSynchronize", err, errsize);
+    if (!d)
+        return -1;
+    rc = cudaStreamSynchronize(d->stream);
+    if (rc == cudaSuccess) {
+        d->completed += (uint64_t)d->count;
+        d->first = (d->first + d->count) % RING;
+        d->count = 0;
+    }
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "cudaStreamSynchronize", err, errsize);
 }
 
 const tr_cuda_module module_table = {
-    TR_CUDA_MODULE_ABI, device_count,  device_malloc, device_free,
-    device_memcpy,      device_memset, copy_strided,  device_synchronize,
+    TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
+    host_alloc,         host_free,        device_memcpy,    device_memset,
+    copy_strided,       device_mark,      device_mark_done, device_mark_wait,
+    device_synchronize,
 };
 
 } /* namespace */
