@@ -481,12 +481,26 @@ void check_stage_memory(const struct plan *plan, const struct memory_limits *lim
             const struct stage_memory *m = &st->memory[k];
             char need[16], lim[16], dev[TR_DEVICE_NAME_MAX];
             int line = stage->line, col = stage->col;
+            uint64_t cpu_limit = memory_limit_of(limits, TR_CPU);
             limit = memory_limit_of(limits, m->device);
             if (!limit || m->peak_bytes <= limit)
                 continue;
             if (m->peak_at != SIZE_MAX) {
                 line = prog->instrs[m->peak_at].line;
                 col = prog->instrs[m->peak_at].col;
+            }
+            if (st->has_fallback && tr_device_equal(m->device, st->device) &&
+                (!cpu_limit || st->fallback_peak_bytes <= cpu_limit)) {
+                /* auto's stage runs out there, and again on the CPU */
+                diag_warning(d, line, col, NULL,
+                             "stage '%s' needs %s (%llu bytes) of pool memory on %s at its "
+                             "peak, past its memory limit of %s: it will fall back to the CPU",
+                             stage->name ? stage->name : "?",
+                             tr_format_bytes(m->peak_bytes, need, sizeof need),
+                             (unsigned long long)m->peak_bytes,
+                             tr_device_format(m->device, dev, sizeof dev),
+                             tr_format_bytes(limit, lim, sizeof lim));
+                continue;
             }
             diag_error_code(d, 5, line, col,
                             "raise --memory-limit, or make the stage's values smaller (a "

@@ -88,6 +88,16 @@ print(json.dumps([s for s in p["stages"] if s["name"] == sys.argv[2]][0].get(sys
     # (TENSORRUN_CHECK_MEMORY compares the two too)
     [ "$(grep -c '"stage":"big","index":0,"device":"fake:0"' stats.jsonl)" -eq 0 ]
     grep -q '"stage":"big","index":0,"device":"cpu","wall_ms":[0-9.e+-]*,"peak_active_bytes":8388608' stats.jsonl
+    # a --memory-limit the device's peak passes: the stage will fall back,
+    # which validate says instead of refusing it (the CPU's fallback fits)
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 validate p.yaml --memory-limit fake=6M
+    [[ "$stderr" == *"warning: stage 'big' needs 8.0 MiB (8388608 bytes) of pool memory on fake:0 at its peak, past its memory limit of 6.0 MiB: it will fall back to the CPU"* ]]
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 0 p.yaml -q --memory-limit fake=6M
+    [[ "$stderr" == *"stage 'big' ran out of memory on fake:0, and runs again on the CPU: out of memory on fake:0"*"memory limit of 6.0 MiB"* ]]
+    assert_tensors_equal c.npy c_cpu.npy
+    # and when the CPU's is past its own limit too, that is exit 5
+    TENSORRUN_FAKE_DEVICES=1 run_tensorrun 5 validate p.yaml --memory-limit fake=6M,cpu=6M
+    [[ "$stderr" == *"stage 'big' needs 8.0 MiB (8388608 bytes) of pool memory on fake:0 at its peak, here, past the memory limit of 6.0 MiB"* ]]
     # a later stage on the device reads what the first made on the CPU:
     # it runs out too, and falls back in turn
     printf '%s\n' '  - name: again' '    do:' '      - d = matmul(c, a)' 'outputs: {d: d.npy}' > more
