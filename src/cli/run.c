@@ -489,17 +489,17 @@ void check_stage_memory(const struct plan *plan, const struct memory_limits *lim
                 line = prog->instrs[m->peak_at].line;
                 col = prog->instrs[m->peak_at].col;
             }
+            tr_format_bytes(m->peak_bytes, need, sizeof need);
+            tr_format_bytes(limit, lim, sizeof lim);
+            tr_device_format(m->device, dev, sizeof dev);
             if (st->has_fallback && tr_device_equal(m->device, st->device) &&
                 (!cpu_limit || st->fallback_peak_bytes <= cpu_limit)) {
                 /* auto's stage runs out there, and again on the CPU */
                 diag_warning(d, line, col, NULL,
                              "stage '%s' needs %s (%llu bytes) of pool memory on %s at its "
                              "peak, past its memory limit of %s: it will fall back to the CPU",
-                             stage->name ? stage->name : "?",
-                             tr_format_bytes(m->peak_bytes, need, sizeof need),
-                             (unsigned long long)m->peak_bytes,
-                             tr_device_format(m->device, dev, sizeof dev),
-                             tr_format_bytes(limit, lim, sizeof lim));
+                             stage->name ? stage->name : "?", need,
+                             (unsigned long long)m->peak_bytes, dev, lim);
                 continue;
             }
             diag_error_code(d, 5, line, col,
@@ -507,11 +507,9 @@ void check_stage_memory(const struct plan *plan, const struct memory_limits *lim
                             "foreach stage works block by block)",
                             "stage '%s' needs %s (%llu bytes) of pool memory on %s at its peak, "
                             "here, past the memory limit of %s (%llu bytes)",
-                            stage->name ? stage->name : "?",
-                            tr_format_bytes(m->peak_bytes, need, sizeof need),
-                            (unsigned long long)m->peak_bytes,
-                            tr_device_format(m->device, dev, sizeof dev),
-                            tr_format_bytes(limit, lim, sizeof lim), (unsigned long long)limit);
+                            stage->name ? stage->name : "?", need,
+                            (unsigned long long)m->peak_bytes, dev, lim,
+                            (unsigned long long)limit);
             return;
         }
     }
