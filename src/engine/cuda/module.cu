@@ -190,8 +190,20 @@ uint64_t device_mark(int device)
     uint64_t mark = 0;
     int slot;
 
-    if (!d)
+    if (!d) {
+        /* the device cannot be reached: wait for all of it, as promised */
+        if (cudaSetDevice(device) == cudaSuccess)
+            cudaDeviceSynchronize();
+        cudaGetLastError();
         return 0;
+    }
+    if (d->count == 0 && cudaStreamQuery(d->stream) == cudaSuccess) {
+        /* an idle stream: what was issued is done already */
+        mark = d->completed;
+        give(d);
+        return mark;
+    }
+    cudaGetLastError(); /* cudaErrorNotReady */
     if (d->count == RING)
         rc = wait_oldest(d);
     slot = (d->first + d->count) % RING;
@@ -208,7 +220,9 @@ uint64_t device_mark(int device)
         /* no event: everything issued is waited for, and the marks so far
          * are done with it */
         cudaGetLastError();
-        cudaStreamSynchronize(d->stream);
+        if (cudaStreamSynchronize(d->stream) != cudaSuccess)
+            cudaDeviceSynchronize();
+        cudaGetLastError();
         d->completed += (uint64_t)d->count;
         d->first = (d->first + d->count) % RING;
         d->count = 0;
@@ -237,17 +251,45 @@ int device_mark_done(int device, uint64_t mark, char *err, size_t errsize)
     return done ? 1 : 0;
 }
 
+/* Mark m's event (d locked, m not done): the ring's slot for it. */
+cudaEvent_t event_of(const device_state *d, uint64_t m)
+{
+    return d->events[(d->first + (int)(m - d->completed - 1)) % RING];
+}
+
+/* Marks up to m are done: dropped from the ring (d locked). */
+void done_up_to(device_state *d, uint64_t m)
+{
+    while (d->completed < m && d->count > 0)
+        pop_done(d);
+}
+
+/* The wait itself holds no lock, so that other threads go on queueing
+ * work and querying marks meanwhile; should the slot be recorded again
+ * by then, the wait is for later work, which is done after m's. */
 int device_mark_wait(int device, uint64_t mark, char *err, size_t errsize)
 {
     device_state *d = take(device, "cudaEventSynchronize", err, errsize);
-    cudaError_t rc = cudaSuccess;
+    cudaError_t rc;
+    cudaEvent_t ev;
 
     if (!d)
         return -1;
-    while (d->completed < mark && d->count > 0 && rc == cudaSuccess)
-        rc = wait_oldest(d);
+    if (d->completed >= mark || mark > d->completed + (uint64_t)d->count) {
+        give(d);
+        return 0;
+    }
+    ev = event_of(d, mark);
     give(d);
-    return rc == cudaSuccess ? 0 : fail(rc, "cudaEventSynchronize", err, errsize);
+    rc = cudaEventSynchronize(ev);
+    if (rc != cudaSuccess)
+        return fail(rc, "cudaEventSynchronize", err, errsize);
+    d = take(device, "cudaEventSynchronize", err, errsize);
+    if (!d)
+        return -1;
+    done_up_to(d, mark);
+    give(d);
+    return 0;
 }
 
 struct strided_layout {
@@ -308,6 +350,7 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
     d = take(device, "the strided copy kernel", err, errsize);
     if (!d)
         return -1;
+    cudaGetLastError(); /* so that what follows the launch is its own error */
     switch (itemsize) {
     case 1: launch_gather<uint8_t>(dst, src, n, layout, d->stream); break;
     case 2: launch_gather<uint16_t>(dst, src, n, layout, d->stream); break;
@@ -326,18 +369,24 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
 int device_synchronize(int device, char *err, size_t errsize)
 {
     device_state *d = take(device, "cudaStreamSynchronize", err, errsize);
+    cudaStream_t stream;
+    uint64_t last;
     cudaError_t rc;
 
     if (!d)
         return -1;
-    rc = cudaStreamSynchronize(d->stream);
-    if (rc == cudaSuccess) {
-        d->completed += (uint64_t)d->count;
-        d->first = (d->first + d->count) % RING;
-        d->count = 0;
-    }
+    stream = d->stream;
+    last = d->completed + (uint64_t)d->count; /* the marks made before the wait */
     give(d);
-    return rc == cudaSuccess ? 0 : fail(rc, "cudaStreamSynchronize", err, errsize);
+    rc = cudaStreamSynchronize(stream);
+    if (rc != cudaSuccess)
+        return fail(rc, "cudaStreamSynchronize", err, errsize);
+    d = take(device, "cudaStreamSynchronize", err, errsize);
+    if (!d)
+        return -1;
+    done_up_to(d, last);
+    give(d);
+    return 0;
 }
 
 const tr_cuda_module module_table = {
