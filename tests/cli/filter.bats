@@ -280,11 +280,17 @@ for d in ("f64", "f32", "f16"):
 # ---------------------------------------------------------- interrupts
 
 @test "SIGINT and SIGTERM print one line: interrupted; no output file was replaced" {
-    "$PY" -c 'import numpy as np; np.save("huge.npy", np.zeros((256, 1024, 1024), "<f4"))'
+    # random values: zstd -19 takes minutes over them (over zeros it could
+    # finish within the half second this once waited, and exit 0)
+    "$PY" -c 'import numpy as np; np.save("huge.npy", np.random.default_rng(1).random((16, 1024, 1024), "<f4"))'
     echo precious > dest.npy.zst
     for sig in INT TERM; do
         "$TENSORRUN" convert huge.npy dest.npy.zst --level 19 2> err & pid=$!
-        sleep 0.5
+        # the signal while it converts: once its temporary file exists
+        for _ in $(seq 100); do
+            ls -A | grep -qF '.tmp-' && break
+            sleep 0.05
+        done
         kill -$sig $pid
         rc=0
         wait $pid || rc=$?
