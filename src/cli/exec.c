@@ -533,10 +533,8 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at)
     int status;
 
     /* what an output has been given cannot be taken back */
-    if (x->may_fall_back && (in->kind == INSTR_WRITE || in->dest_group >= 0 || in->into_join)) {
-        x->may_fall_back = false;
-        x->no_fall_back = "it has given an output its values already";
-    }
+    if (in->kind == INSTR_WRITE || in->dest_group >= 0 || in->into_join)
+        exec_no_fall_back(x, "it has given an output its values already");
     if (in->kind == INSTR_WRITE) {
         if (write_group(x, in) != TR_OK)
             return write_failed(x, in);
@@ -559,7 +557,7 @@ int exec_instr(struct exec *x, const struct stage *st, size_t at)
         return status;
     if (ran != TR_OK) {
         status = exit_for_status(tr_last_status());
-        if (status == EXIT_OOM && x->may_fall_back) {
+        if (status == EXIT_OOM && exec_may_fall_back(x)) {
             x->failed_at = at;
             return EXEC_FALL_BACK;
         }
@@ -723,14 +721,11 @@ static int run_stage(struct exec *x, size_t s)
         tr_memory_reset_peak(devices[d]);
         tr_memory_stats(devices[d], &before[d]);
     }
-    x->may_fall_back = pst->automatic && pst->device.kind != TR_DEV_CPU;
-    x->no_fall_back = NULL;
-    x->fall_device = x->may_fall_back ? pst->device : TR_CPU;
+    x->fall_device = pst->automatic ? pst->device : TR_CPU;
     x->fall_ooms = before[0].oom_count;
-    if (x->may_fall_back && reads_stream(x->prog, s)) {
-        x->may_fall_back = false;
-        x->no_fall_back = "it reads a stream a block at a time, and what it read is gone";
-    }
+    x->no_fall_back = NULL;
+    if (reads_stream(x->prog, s))
+        exec_no_fall_back(x, "it reads a stream a block at a time, and what it read is gone");
     progress_stage(x->progress, st->name, st->nstatements);
     scope = tr_scope_begin();
     if (!scope) {
@@ -757,7 +752,6 @@ static int run_stage(struct exec *x, size_t s)
         fall_back = ran_out(x, s, why, sizeof why);
         status = fall_back ? EXIT_OK : EXIT_OOM;
     }
-    x->may_fall_back = false;
     x->no_fall_back = NULL;
     x->fall_device = TR_CPU;
     /* what the stage made and later stages need moves to the run's scope

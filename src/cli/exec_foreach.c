@@ -51,11 +51,8 @@ static struct tr_tensor *make_whole(struct exec *x, const struct value *v)
     if (v->join == JOIN_FILE) {
         struct tio_output *file = x->files[v->join_group].file;
         struct tr_tensor *t = tio_output_map(file, m->dtype, m->ndim, m->shape);
-        if (t && x->may_fall_back) {
-            /* the file is mapped once: a second run of the stage cannot */
-            x->may_fall_back = false;
-            x->no_fall_back = "it has given an output its values already";
-        }
+        if (t) /* the file is mapped once: a second run of the stage cannot */
+            exec_no_fall_back(x, "it has given an output its values already");
         if (t && tio_output_reserve(file) == 0)
             return t;
         tr_release(t); /* the disk cannot take it: the pool serves */
@@ -221,7 +218,7 @@ static int begin_blocks(struct exec *x, size_t s, struct tr_tensor **wholes, str
         bl->cut[c].ra = open_readahead(x, pst->over[c], bl->cut[c].over);
     return EXIT_OK;
 failed:
-    if (tr_last_status() == TR_ERR_OOM && x->may_fall_back) {
+    if (tr_last_status() == TR_ERR_OOM && exec_may_fall_back(x)) {
         x->failed_at = pst->first + (pst->nblock ? pst->nonce : 0); /* the blocks' first */
         return EXEC_FALL_BACK;
     }

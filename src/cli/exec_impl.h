@@ -38,12 +38,13 @@ struct exec {
     struct tr_tensor **join_rows; /* per value: its block's rows of its joined whole */
     uint64_t drop_behind;         /* a mapped input cut into blocks past this many bytes
                                      is dropped from the page cache once read */
-    /* an auto stage on an accelerator that may still fall back to the CPU
-     * (until it writes to an output) and, once it ran out of memory, where */
-    bool may_fall_back;
-    const char *no_fall_back;     /* why an auto stage there no longer may, or NULL */
-    struct tr_device fall_device; /* the accelerator of such a stage, */
-    uint64_t fall_ooms;           /* and its pool's oom_count when the stage began */
+    /* while an auto stage on an accelerator runs: that device (else the
+     * CPU), its pool's oom_count when the stage began, why the stage may
+     * no longer fall back to the CPU (NULL: it still may), and, once it
+     * ran out of memory, where */
+    struct tr_device fall_device;
+    uint64_t fall_ooms;
+    const char *no_fall_back;
     size_t failed_at;
     struct plan *own_plan;        /* the plan run on after a fallback (x->plan) */
 };
@@ -51,6 +52,20 @@ struct exec {
 /* exec_instr's status for an instruction that ran out of memory while the
  * stage may still fall back: nothing is reported yet. */
 #define EXEC_FALL_BACK (-1)
+
+/* Whether the stage running may still fall back to the CPU. */
+static inline bool exec_may_fall_back(const struct exec *x)
+{
+    return x->fall_device.kind != TR_DEV_CPU && !x->no_fall_back;
+}
+
+/* From here on it may not, because of why (the first reason stays, for
+ * the note an out-of-memory error gets). */
+static inline void exec_no_fall_back(struct exec *x, const char *why)
+{
+    if (exec_may_fall_back(x))
+        x->no_fall_back = why;
+}
 
 double exec_now_ms(void);
 
