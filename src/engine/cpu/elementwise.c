@@ -9,15 +9,91 @@
 
 #include "fused_impl.h"
 
-/* The loops of one op, by compute dtype; NULL where the op has none. */
+/* The loop of each entry of ew_ops.def, calling its function of
+ * ew_scalar.h on each value.  omp simd: the binary loops vectorise despite
+ * the pointers' possible aliasing (outputs never overlap inputs except
+ * exactly, in place).  Each element is the same IEEE operation, or the same
+ * libm call (math.h declares no vector variants without -ffast-math), so
+ * the bits do not change. */
+#define UNARY(name, T, expr)                                                 \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *x = (const T *)(const void *)in[0];                         \
+        T *y = (T *)(void *)out;                                             \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = tr__ew_##name(x[i], ctx);                                 \
+    }
+#define PREDICATE(name, T, expr)                                             \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *x = (const T *)(const void *)in[0];                         \
+        uint8_t *y = (uint8_t *)out;                                         \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = tr__ew_##name(x[i], ctx);                                 \
+    }
+#define BINARY(name, T, U, expr)                                             \
+    TR__VECTOR_CLONES static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *a = (const T *)(const void *)in[0];                         \
+        const T *b = (const T *)(const void *)in[1];                         \
+        U *y = (U *)(void *)out;                                             \
+        _Pragma("omp simd")                                                  \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = tr__ew_##name(a[i], b[i], ctx);                           \
+    }
+#define WHERE(name, T)                                                       \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        const T *c = (const T *)(const void *)in[0];                         \
+        const T *a = (const T *)(const void *)in[1];                         \
+        const T *b = (const T *)(const void *)in[2];                         \
+        T *y = (T *)(void *)out;                                             \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = tr__ew_##name(c[i], a[i], b[i], ctx);                     \
+    }
+/* clamp's operands are x and the bounds present: in[1] is the min when
+ * there is one, else the max */
+#define CLAMP(name, T)                                                       \
+    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
+    {                                                                        \
+        int which = ((const struct tr__ew_params *)ctx)->which;              \
+        const T *x = (const T *)(const void *)in[0];                         \
+        const T *lo = (const T *)(const void *)in[1];                        \
+        const T *hi = (const T *)(const void *)in[which == 3 ? 2 : 1];       \
+        T *y = (T *)(void *)out;                                             \
+        for (int64_t i = 0; i < n; i++)                                      \
+            y[i] = tr__ew_##name(x[i], lo[i], hi[i], ctx);                   \
+    }
+#include "../ew_ops.def"
+#undef UNARY
+#undef PREDICATE
+#undef BINARY
+#undef WHERE
+#undef CLAMP
+
+#define UNARY(name, T, expr) [TR__EW_##name] = name,
+#define PREDICATE(name, T, expr) [TR__EW_##name] = name,
+#define BINARY(name, T, U, expr) [TR__EW_##name] = name,
+#define WHERE(name, T) [TR__EW_##name] = name,
+#define CLAMP(name, T) [TR__EW_##name] = name,
+static const tr__block_fn loop_of_code[TR__EW_CODES] = {
+#include "../ew_ops.def"
+};
+#undef UNARY
+#undef PREDICATE
+#undef BINARY
+#undef WHERE
+#undef CLAMP
+
+/* The loops of one op, by compute dtype; TR__EW_NONE where it has none. */
 struct loops {
-    tr__block_fn f32, f64, i64, u64;
+    enum tr__ew_code f32, f64, i64, u64;
 };
 
-static tr__block_fn pick(const struct loops *l, enum tr_dtype compute)
+static enum tr__ew_code pick(const struct loops *l, enum tr_dtype compute)
 {
     if (!l)
-        return NULL;
+        return TR__EW_NONE;
     switch (compute) {
     case TR_DTYPE_F32: return l->f32;
     case TR_DTYPE_F64: return l->f64;
@@ -34,180 +110,52 @@ static const struct loops *loops_of(const struct loops *table, enum tr_op_id id)
 
 /* ---------------------------------------------------------------- unary */
 
-/* expr of v, the value; P, the op's parameters (struct tr__ew_params) */
-#define UNARY(name, T, expr)                                                 \
-    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
-    {                                                                        \
-        const T *x = (const T *)(const void *)in[0];                         \
-        const struct tr__ew_params *P = ctx;                                 \
-        T *y = (T *)(void *)out;                                             \
-        (void)P;                                                             \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            T v = x[i];                                                      \
-            y[i] = (expr);                                                   \
-        }                                                                    \
-    }
-
-#define UNARY_FLOAT(op, e32, e64)                                            \
-    UNARY(op##_f32, float, e32)                                              \
-    UNARY(op##_f64, double, e64)
-
-#define UNARY_ALL(op, e32, e64, ei, eu)                                      \
-    UNARY_FLOAT(op, e32, e64)                                                \
-    UNARY(op##_i64, int64_t, ei)                                             \
-    UNARY(op##_u64, uint64_t, eu)
-
-UNARY_ALL(neg, -v, -v, (int64_t)(0 - (uint64_t)v), 0 - v)
-UNARY_ALL(abs, fabsf(v), fabs(v), v < 0 ? (int64_t)(0 - (uint64_t)v) : v, v)
-UNARY_ALL(sign, (float)((v > 0) - (v < 0)) + (v != v ? v : 0),
-          (double)((v > 0) - (v < 0)) + (v != v ? v : 0), (v > 0) - (v < 0), v > 0)
-UNARY_ALL(square, v * v, v * v, (int64_t)((uint64_t)v * (uint64_t)v), v * v)
-UNARY_ALL(relu, v > 0 || v != v ? v : 0.0f, v > 0 || v != v ? v : 0.0, v > 0 ? v : 0, v)
-UNARY_ALL(floor, floorf(v), floor(v), v, v)
-UNARY_ALL(ceil, ceilf(v), ceil(v), v, v)
-UNARY_ALL(round, nearbyintf(v), nearbyint(v), v, v)
-UNARY_ALL(trunc, truncf(v), trunc(v), v, v)
-UNARY(bitwise_not_i64, int64_t, ~v)
-UNARY(bitwise_not_u64, uint64_t, ~v)
-/* round(x, decimals): v[0] is 10^decimals, or 10^-decimals for the
- * negative ones (PyTorch's formula, in the compute dtype); integers with
- * negative decimals go through double, as NumPy's do */
-UNARY_FLOAT(round_up, nearbyintf(v * (float)P->v[0]) / (float)P->v[0],
-            nearbyint(v * P->v[0]) / P->v[0])
-UNARY_ALL(round_down, nearbyintf(v / (float)P->v[0]) * (float)P->v[0],
-          nearbyint(v / P->v[0]) * P->v[0], (int64_t)(nearbyint((double)v / P->v[0]) * P->v[0]),
-          (uint64_t)(nearbyint((double)v / P->v[0]) * P->v[0]))
-UNARY_ALL(nan_to_num, v != v ? (float)P->v[0] : v == INFINITY ? (float)P->v[1] : v == -INFINITY ? (float)P->v[2] : v,
-          v != v ? P->v[0] : v == INFINITY ? P->v[1] : v == -INFINITY ? P->v[2] : v, v, v)
-UNARY_FLOAT(exp, expf(v), exp(v))
-UNARY_FLOAT(exp2, exp2f(v), exp2(v))
-UNARY_FLOAT(log, logf(v), log(v))
-UNARY_FLOAT(log2, log2f(v), log2(v))
-UNARY_FLOAT(log10, log10f(v), log10(v))
-UNARY_FLOAT(log1p, log1pf(v), log1p(v))
-UNARY_FLOAT(expm1, expm1f(v), expm1(v))
-UNARY_FLOAT(sqrt, sqrtf(v), sqrt(v))
-UNARY_FLOAT(rsqrt, 1.0f / sqrtf(v), 1.0 / sqrt(v))
-UNARY_FLOAT(reciprocal, 1.0f / v, 1.0 / v)
-UNARY_FLOAT(sin, sinf(v), sin(v))
-UNARY_FLOAT(cos, cosf(v), cos(v))
-UNARY_FLOAT(tan, tanf(v), tan(v))
-UNARY_FLOAT(asin, asinf(v), asin(v))
-UNARY_FLOAT(acos, acosf(v), acos(v))
-UNARY_FLOAT(atan, atanf(v), atan(v))
-UNARY_FLOAT(sinh, sinhf(v), sinh(v))
-UNARY_FLOAT(cosh, coshf(v), cosh(v))
-UNARY_FLOAT(tanh, tanhf(v), tanh(v))
-UNARY_FLOAT(asinh, asinhf(v), asinh(v))
-UNARY_FLOAT(acosh, acoshf(v), acosh(v))
-UNARY_FLOAT(atanh, atanhf(v), atanh(v))
-UNARY_FLOAT(sigmoid, 1.0f / (1.0f + expf(-v)), 1.0 / (1.0 + exp(-v)))
-UNARY_FLOAT(silu, v / (1.0f + expf(-v)), v / (1.0 + exp(-v)))
-UNARY_FLOAT(erf, erff(v), erf(v))
-UNARY_FLOAT(leaky_relu, v > 0 ? v : v * (float)P->v[0], v > 0 ? v : v * P->v[0])
-UNARY_FLOAT(elu, v > 0 ? v : (float)P->v[0] * expm1f(v), v > 0 ? v : P->v[0] * expm1(v))
-
-/* softplus as max(z, 0) + log1p(exp(-|z|)), z = beta * x: the same value
- * as log1p(exp(z)), without overflow for a large z however high the
- * threshold */
-static float softplus_value_f32(float v, float beta, float threshold)
-{
-    float z = v * beta;
-
-    return z > threshold ? v : (fmaxf(z, 0.0f) + log1pf(expf(-fabsf(z)))) / beta;
-}
-
-static double softplus_value_f64(double v, double beta, double threshold)
-{
-    double z = v * beta;
-
-    return z > threshold ? v : (fmax(z, 0.0) + log1p(exp(-fabs(z)))) / beta;
-}
-
-UNARY_FLOAT(softplus, v != v ? v : softplus_value_f32(v, (float)P->v[0], (float)P->v[1]),
-            v != v ? v : softplus_value_f64(v, P->v[0], P->v[1]))
-UNARY_FLOAT(gelu_none, 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)),
-            0.5 * v * (1.0 + erf(v * 0.70710678118654752440)))
-UNARY_FLOAT(gelu_tanh,
-            0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v))),
-            0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v))))
-
-/* Predicates: a compute-typed input, bool (u8) out. */
-#define PREDICATE(name, T, expr)                                             \
-    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
-    {                                                                        \
-        const T *x = (const T *)(const void *)in[0];                         \
-        uint8_t *y = (uint8_t *)out;                                         \
-        (void)ctx;                                                           \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            T v = x[i];                                                      \
-            y[i] = (uint8_t)(expr);                                          \
-        }                                                                    \
-    }
-
-PREDICATE(isnan_f32, float, v != v)
-PREDICATE(isnan_f64, double, v != v)
-PREDICATE(isnan_int, int64_t, v != v)
-PREDICATE(isinf_f32, float, isinf(v))
-PREDICATE(isinf_f64, double, isinf(v))
-PREDICATE(isposinf_f32, float, v == INFINITY)
-PREDICATE(isposinf_f64, double, v == INFINITY)
-PREDICATE(isneginf_f32, float, v == -INFINITY)
-PREDICATE(isneginf_f64, double, v == -INFINITY)
-PREDICATE(isfinite_f32, float, isfinite(v))
-PREDICATE(isfinite_f64, double, isfinite(v))
-PREDICATE(isfinite_int, int64_t, v == v)
-PREDICATE(not_f32, float, v == 0)
-PREDICATE(not_f64, double, v == 0)
-PREDICATE(not_i64, int64_t, v == 0)
-PREDICATE(not_u64, uint64_t, v == 0)
-
 static const struct loops unary_loops[TR_OP_COUNT] = {
-    [TR_OP_NEG] = {neg_f32, neg_f64, neg_i64, neg_u64},
-    [TR_OP_ABS] = {abs_f32, abs_f64, abs_i64, abs_u64},
-    [TR_OP_SIGN] = {sign_f32, sign_f64, sign_i64, sign_u64},
-    [TR_OP_SQUARE] = {square_f32, square_f64, square_i64, square_u64},
-    [TR_OP_RELU] = {relu_f32, relu_f64, relu_i64, relu_u64},
-    [TR_OP_FLOOR] = {floor_f32, floor_f64, floor_i64, floor_u64},
-    [TR_OP_CEIL] = {ceil_f32, ceil_f64, ceil_i64, ceil_u64},
-    [TR_OP_ROUND] = {round_f32, round_f64, round_i64, round_u64},
-    [TR_OP_TRUNC] = {trunc_f32, trunc_f64, trunc_i64, trunc_u64},
-    [TR_OP_BITWISE_NOT] = {NULL, NULL, bitwise_not_i64, bitwise_not_u64},
-    [TR_OP_NAN_TO_NUM] = {nan_to_num_f32, nan_to_num_f64, nan_to_num_i64, nan_to_num_u64},
-    [TR_OP_EXP] = {exp_f32, exp_f64, NULL, NULL},
-    [TR_OP_EXP2] = {exp2_f32, exp2_f64, NULL, NULL},
-    [TR_OP_LOG] = {log_f32, log_f64, NULL, NULL},
-    [TR_OP_LOG2] = {log2_f32, log2_f64, NULL, NULL},
-    [TR_OP_LOG10] = {log10_f32, log10_f64, NULL, NULL},
-    [TR_OP_LOG1P] = {log1p_f32, log1p_f64, NULL, NULL},
-    [TR_OP_EXPM1] = {expm1_f32, expm1_f64, NULL, NULL},
-    [TR_OP_SQRT] = {sqrt_f32, sqrt_f64, NULL, NULL},
-    [TR_OP_RSQRT] = {rsqrt_f32, rsqrt_f64, NULL, NULL},
-    [TR_OP_RECIPROCAL] = {reciprocal_f32, reciprocal_f64, NULL, NULL},
-    [TR_OP_SIN] = {sin_f32, sin_f64, NULL, NULL},
-    [TR_OP_COS] = {cos_f32, cos_f64, NULL, NULL},
-    [TR_OP_TAN] = {tan_f32, tan_f64, NULL, NULL},
-    [TR_OP_ASIN] = {asin_f32, asin_f64, NULL, NULL},
-    [TR_OP_ACOS] = {acos_f32, acos_f64, NULL, NULL},
-    [TR_OP_ATAN] = {atan_f32, atan_f64, NULL, NULL},
-    [TR_OP_SINH] = {sinh_f32, sinh_f64, NULL, NULL},
-    [TR_OP_COSH] = {cosh_f32, cosh_f64, NULL, NULL},
-    [TR_OP_TANH] = {tanh_f32, tanh_f64, NULL, NULL},
-    [TR_OP_ASINH] = {asinh_f32, asinh_f64, NULL, NULL},
-    [TR_OP_ACOSH] = {acosh_f32, acosh_f64, NULL, NULL},
-    [TR_OP_ATANH] = {atanh_f32, atanh_f64, NULL, NULL},
-    [TR_OP_SIGMOID] = {sigmoid_f32, sigmoid_f64, NULL, NULL},
-    [TR_OP_SILU] = {silu_f32, silu_f64, NULL, NULL},
-    [TR_OP_ERF] = {erf_f32, erf_f64, NULL, NULL},
-    [TR_OP_SOFTPLUS] = {softplus_f32, softplus_f64, NULL, NULL},
-    [TR_OP_LEAKY_RELU] = {leaky_relu_f32, leaky_relu_f64, NULL, NULL},
-    [TR_OP_ELU] = {elu_f32, elu_f64, NULL, NULL},
-    [TR_OP_ISNAN] = {isnan_f32, isnan_f64, isnan_int, isnan_int},
-    [TR_OP_ISINF] = {isinf_f32, isinf_f64, isnan_int, isnan_int},
-    [TR_OP_ISPOSINF] = {isposinf_f32, isposinf_f64, isnan_int, isnan_int},
-    [TR_OP_ISNEGINF] = {isneginf_f32, isneginf_f64, isnan_int, isnan_int},
-    [TR_OP_ISFINITE] = {isfinite_f32, isfinite_f64, isfinite_int, isfinite_int},
-    [TR_OP_LOGICAL_NOT] = {not_f32, not_f64, not_i64, not_u64},
+    [TR_OP_NEG] = {TR__EW_neg_f32, TR__EW_neg_f64, TR__EW_neg_i64, TR__EW_neg_u64},
+    [TR_OP_ABS] = {TR__EW_abs_f32, TR__EW_abs_f64, TR__EW_abs_i64, TR__EW_abs_u64},
+    [TR_OP_SIGN] = {TR__EW_sign_f32, TR__EW_sign_f64, TR__EW_sign_i64, TR__EW_sign_u64},
+    [TR_OP_SQUARE] = {TR__EW_square_f32, TR__EW_square_f64, TR__EW_square_i64, TR__EW_square_u64},
+    [TR_OP_RELU] = {TR__EW_relu_f32, TR__EW_relu_f64, TR__EW_relu_i64, TR__EW_relu_u64},
+    [TR_OP_FLOOR] = {TR__EW_floor_f32, TR__EW_floor_f64, TR__EW_floor_i64, TR__EW_floor_u64},
+    [TR_OP_CEIL] = {TR__EW_ceil_f32, TR__EW_ceil_f64, TR__EW_ceil_i64, TR__EW_ceil_u64},
+    [TR_OP_ROUND] = {TR__EW_round_f32, TR__EW_round_f64, TR__EW_round_i64, TR__EW_round_u64},
+    [TR_OP_TRUNC] = {TR__EW_trunc_f32, TR__EW_trunc_f64, TR__EW_trunc_i64, TR__EW_trunc_u64},
+    [TR_OP_BITWISE_NOT] = {TR__EW_NONE, TR__EW_NONE, TR__EW_bitwise_not_i64, TR__EW_bitwise_not_u64},
+    [TR_OP_NAN_TO_NUM] = {TR__EW_nan_to_num_f32, TR__EW_nan_to_num_f64, TR__EW_nan_to_num_i64, TR__EW_nan_to_num_u64},
+    [TR_OP_EXP] = {TR__EW_exp_f32, TR__EW_exp_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_EXP2] = {TR__EW_exp2_f32, TR__EW_exp2_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_LOG] = {TR__EW_log_f32, TR__EW_log_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_LOG2] = {TR__EW_log2_f32, TR__EW_log2_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_LOG10] = {TR__EW_log10_f32, TR__EW_log10_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_LOG1P] = {TR__EW_log1p_f32, TR__EW_log1p_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_EXPM1] = {TR__EW_expm1_f32, TR__EW_expm1_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SQRT] = {TR__EW_sqrt_f32, TR__EW_sqrt_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_RSQRT] = {TR__EW_rsqrt_f32, TR__EW_rsqrt_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_RECIPROCAL] = {TR__EW_reciprocal_f32, TR__EW_reciprocal_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SIN] = {TR__EW_sin_f32, TR__EW_sin_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_COS] = {TR__EW_cos_f32, TR__EW_cos_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_TAN] = {TR__EW_tan_f32, TR__EW_tan_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ASIN] = {TR__EW_asin_f32, TR__EW_asin_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ACOS] = {TR__EW_acos_f32, TR__EW_acos_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ATAN] = {TR__EW_atan_f32, TR__EW_atan_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SINH] = {TR__EW_sinh_f32, TR__EW_sinh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_COSH] = {TR__EW_cosh_f32, TR__EW_cosh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_TANH] = {TR__EW_tanh_f32, TR__EW_tanh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ASINH] = {TR__EW_asinh_f32, TR__EW_asinh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ACOSH] = {TR__EW_acosh_f32, TR__EW_acosh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ATANH] = {TR__EW_atanh_f32, TR__EW_atanh_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SIGMOID] = {TR__EW_sigmoid_f32, TR__EW_sigmoid_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SILU] = {TR__EW_silu_f32, TR__EW_silu_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ERF] = {TR__EW_erf_f32, TR__EW_erf_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_SOFTPLUS] = {TR__EW_softplus_f32, TR__EW_softplus_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_LEAKY_RELU] = {TR__EW_leaky_relu_f32, TR__EW_leaky_relu_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ELU] = {TR__EW_elu_f32, TR__EW_elu_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_ISNAN] = {TR__EW_isnan_f32, TR__EW_isnan_f64, TR__EW_isnan_int, TR__EW_isnan_int},
+    [TR_OP_ISINF] = {TR__EW_isinf_f32, TR__EW_isinf_f64, TR__EW_isnan_int, TR__EW_isnan_int},
+    [TR_OP_ISPOSINF] = {TR__EW_isposinf_f32, TR__EW_isposinf_f64, TR__EW_isnan_int, TR__EW_isnan_int},
+    [TR_OP_ISNEGINF] = {TR__EW_isneginf_f32, TR__EW_isneginf_f64, TR__EW_isnan_int, TR__EW_isnan_int},
+    [TR_OP_ISFINITE] = {TR__EW_isfinite_f32, TR__EW_isfinite_f64, TR__EW_isfinite_int, TR__EW_isfinite_int},
+    [TR_OP_LOGICAL_NOT] = {TR__EW_not_f32, TR__EW_not_f64, TR__EW_not_i64, TR__EW_not_u64},
 };
 
 /* The largest finite value of float dtype d, and the lowest. */
@@ -228,12 +176,12 @@ static double largest_finite(enum tr_dtype d)
 static bool unary_plan(const struct tr__op *op, const struct tr_arg *args,
                        const struct tr_value *out, struct tr__ew_desc *d)
 {
-    static const struct loops gelu_none = {gelu_none_f32, gelu_none_f64, NULL, NULL};
-    static const struct loops gelu_tanh = {gelu_tanh_f32, gelu_tanh_f64, NULL, NULL};
-    static const struct loops round_up = {round_up_f32, round_up_f64, round_i64, round_u64};
-    static const struct loops round_down = {round_down_f32, round_down_f64, round_down_i64,
-                                            round_down_u64};
-    static const struct loops logical_not = {NULL, NULL, not_i64, NULL};
+    static const struct loops gelu_none = {TR__EW_gelu_none_f32, TR__EW_gelu_none_f64, TR__EW_NONE, TR__EW_NONE};
+    static const struct loops gelu_tanh = {TR__EW_gelu_tanh_f32, TR__EW_gelu_tanh_f64, TR__EW_NONE, TR__EW_NONE};
+    static const struct loops round_up = {TR__EW_round_up_f32, TR__EW_round_up_f64, TR__EW_round_i64, TR__EW_round_u64};
+    static const struct loops round_down = {TR__EW_round_down_f32, TR__EW_round_down_f64, TR__EW_round_down_i64,
+                                            TR__EW_round_down_u64};
+    static const struct loops logical_not = {TR__EW_NONE, TR__EW_NONE, TR__EW_not_i64, TR__EW_NONE};
     enum tr_dtype x = args[0].tensor ? args[0].tensor->dtype : tr_value_dtype(&args[0].value);
     bool predicate = op->rule == TR__RULE_PREDICATE;
     const struct loops *l = loops_of(unary_loops, op->info.id);
@@ -275,7 +223,8 @@ static bool unary_plan(const struct tr__op *op, const struct tr_arg *args,
     default:
         break;
     }
-    d->fn = pick(l, d->in_compute);
+    d->code = pick(l, d->in_compute);
+    d->fn = loop_of_code[d->code];
     return d->fn != NULL;
 }
 
@@ -318,222 +267,31 @@ tr_status tr__k_unary(const struct tr__op *op, const struct tr_arg *args,
 
 /* --------------------------------------------------------------- binary */
 
-/* omp simd: the loops vectorise despite the pointers' possible aliasing
- * (outputs never overlap inputs except exactly, in place).  Each element
- * is the same IEEE operation, or the same libm call (math.h declares no
- * vector variants without -ffast-math), so the bits do not change. */
-#define BINARY(name, T, U, expr)                                             \
-    TR__VECTOR_CLONES static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
-    {                                                                        \
-        const T *a = (const T *)(const void *)in[0];                         \
-        const T *b = (const T *)(const void *)in[1];                         \
-        const struct tr__ew_params *P = ctx;                                 \
-        U *y = (U *)(void *)out;                                             \
-        (void)P;                                                             \
-        _Pragma("omp simd")                                                  \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            T p = a[i], q = b[i];                                            \
-            y[i] = (U)(expr);                                                \
-        }                                                                    \
-    }
-
-#define BINARY_ALL(op, ef, ei, eu)                                           \
-    BINARY(op##_f32, float, float, ef)                                       \
-    BINARY(op##_f64, double, double, ef)                                     \
-    BINARY(op##_i64, int64_t, int64_t, ei)                                   \
-    BINARY(op##_u64, uint64_t, uint64_t, eu)
-
-/* integer power by squaring, wrapping; q >= 0 (tr__k_binary refuses a
- * negative exponent before computing) */
-static int64_t ipow(int64_t p, int64_t q)
-{
-    uint64_t r = 1, base = (uint64_t)p;
-
-    for (uint64_t e = q < 0 ? 0 : (uint64_t)q; e; e >>= 1) {
-        if (e & 1)
-            r *= base;
-        base *= base;
-    }
-    return (int64_t)r;
-}
-
-static uint64_t upow(uint64_t p, uint64_t q)
-{
-    uint64_t r = 1;
-
-    for (; q; q >>= 1) {
-        if (q & 1)
-            r *= p;
-        p *= p;
-    }
-    return r;
-}
-
-BINARY_ALL(add, p + q, (int64_t)((uint64_t)p + (uint64_t)q), p + q)
-BINARY_ALL(sub, p - q, (int64_t)((uint64_t)p - (uint64_t)q), p - q)
-BINARY_ALL(mul, p * q, (int64_t)((uint64_t)p * (uint64_t)q), p * q)
-BINARY(div_f32, float, float, p / q)
-BINARY(div_f64, double, double, p / q)
-BINARY(pow_f32, float, float, powf(p, q))
-BINARY(pow_f64, double, double, pow(p, q))
-BINARY(pow_i64, int64_t, int64_t, ipow(p, q))
-BINARY(pow_u64, uint64_t, uint64_t, upow(p, q))
-/* Floor division and the modulo with the divisor's sign, of floats as
- * NumPy, PyTorch and Python compute them: from fmod, so that the
- * remainder is exact and the quotient consistent with it. */
-#define FLOOR_DIVMOD(T, suffix)                                              \
-    static T floor_div_##suffix(T a, T b)                                    \
-    {                                                                        \
-        T mod = fmod##suffix(a, b), div, q;                                  \
-        if (b == 0)                                                          \
-            return a / b;                                                    \
-        div = (a - mod) / b;                                                 \
-        if (mod != 0 && (b < 0) != (mod < 0))                                \
-            div -= 1;                                                        \
-        if (div == 0)                                                        \
-            return copysign##suffix(0, a / b);                               \
-        q = floor##suffix(div);                                              \
-        return div - q > (T)0.5 ? q + 1 : q;                                 \
-    }                                                                        \
-    static T floor_mod_##suffix(T a, T b)                                    \
-    {                                                                        \
-        T mod = fmod##suffix(a, b);                                          \
-        if (mod == 0 || b == 0)                                              \
-            return mod; /* a zero keeps a's sign, as in PyTorch */           \
-        return (b < 0) != (mod < 0) ? mod + b : mod;                         \
-    }
-
-FLOOR_DIVMOD(float, f)
-FLOOR_DIVMOD(double, )
-
-/* Integers: a divisor of 0 gives 0 (NumPy's choice; PyTorch raises), and
- * -1 is taken apart, where INT64_MIN / -1 would trap. */
-static int64_t floor_div_i64(int64_t a, int64_t b)
-{
-    int64_t q;
-
-    if (b == 0)
-        return 0;
-    if (b == -1)
-        return (int64_t)(0 - (uint64_t)a);
-    q = a / b;
-    return a % b != 0 && (a < 0) != (b < 0) ? q - 1 : q;
-}
-
-static int64_t floor_mod_i64(int64_t a, int64_t b)
-{
-    int64_t r;
-
-    if (b == 0 || b == -1)
-        return 0;
-    r = a % b;
-    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
-}
-
-static int64_t trunc_mod_i64(int64_t a, int64_t b)
-{
-    return b == 0 || b == -1 ? 0 : a % b;
-}
-
-/* isclose, in double: equal values (infinities too) are close, NaN only
- * to NaN with equal_nan (P->flag), and finite ones within atol + rtol *
- * |b| (P->v[0] rtol, P->v[1] atol).  Integers' distance is exact. */
-static bool close_f64(double a, double b, const struct tr__ew_params *P)
-{
-    if (a == b)
-        return true;
-    if (a != a || b != b)
-        return P->flag && a != a && b != b;
-    if (isinf(a) || isinf(b))
-        return false;
-    return fabs(a - b) <= P->v[1] + P->v[0] * fabs(b);
-}
-
-static bool close_i64(int64_t a, int64_t b, const struct tr__ew_params *P)
-{
-    uint64_t d = a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
-
-    return d == 0 || (double)d <= P->v[1] + P->v[0] * fabs((double)b);
-}
-
-static bool close_u64(uint64_t a, uint64_t b, const struct tr__ew_params *P)
-{
-    uint64_t d = a >= b ? a - b : b - a;
-
-    return d == 0 || (double)d <= P->v[1] + P->v[0] * (double)b;
-}
-
-BINARY(floor_divide_f32, float, float, floor_div_f(p, q))
-BINARY(floor_divide_f64, double, double, floor_div_(p, q))
-BINARY(floor_divide_i64, int64_t, int64_t, floor_div_i64(p, q))
-BINARY(floor_divide_u64, uint64_t, uint64_t, q == 0 ? 0 : p / q)
-BINARY(remainder_f32, float, float, floor_mod_f(p, q))
-BINARY(remainder_f64, double, double, floor_mod_(p, q))
-BINARY(remainder_i64, int64_t, int64_t, floor_mod_i64(p, q))
-BINARY(remainder_u64, uint64_t, uint64_t, q == 0 ? 0 : p % q)
-BINARY(fmod_f32, float, float, fmodf(p, q))
-BINARY(fmod_f64, double, double, fmod(p, q))
-BINARY(fmod_i64, int64_t, int64_t, trunc_mod_i64(p, q))
-BINARY(fmod_u64, uint64_t, uint64_t, q == 0 ? 0 : p % q)
-BINARY(atan2_f32, float, float, atan2f(p, q))
-BINARY(atan2_f64, double, double, atan2(p, q))
-BINARY(bitwise_and_i64, int64_t, int64_t, p & q)
-BINARY(bitwise_and_u64, uint64_t, uint64_t, p & q)
-BINARY(bitwise_or_i64, int64_t, int64_t, p | q)
-BINARY(bitwise_or_u64, uint64_t, uint64_t, p | q)
-BINARY(bitwise_xor_i64, int64_t, int64_t, p ^ q)
-BINARY(bitwise_xor_u64, uint64_t, uint64_t, p ^ q)
-
-/* NaN wins: p != p picks p when p is NaN, q when q is */
-BINARY_ALL(maximum, p > q || p != p ? p : q, p > q ? p : q, p > q ? p : q)
-BINARY_ALL(minimum, p < q || p != p ? p : q, p < q ? p : q, p < q ? p : q)
-
-#define COMPARE_ALL(op, expr)                                                \
-    BINARY(op##_f32, float, uint8_t, expr)                                   \
-    BINARY(op##_f64, double, uint8_t, expr)                                  \
-    BINARY(op##_i64, int64_t, uint8_t, expr)                                 \
-    BINARY(op##_u64, uint64_t, uint8_t, expr)
-
-COMPARE_ALL(eq, p == q)
-COMPARE_ALL(ne, p != q)
-COMPARE_ALL(lt, p < q)
-COMPARE_ALL(le, p <= q)
-COMPARE_ALL(gt, p > q)
-COMPARE_ALL(ge, p >= q)
-/* NaN is true: it is not 0 */
-COMPARE_ALL(and, p != 0 && q != 0)
-COMPARE_ALL(or, p != 0 || q != 0)
-COMPARE_ALL(xor, (p != 0) != (q != 0))
-BINARY(isclose_f32, float, uint8_t, close_f64(p, q, P))
-BINARY(isclose_f64, double, uint8_t, close_f64(p, q, P))
-BINARY(isclose_i64, int64_t, uint8_t, close_i64(p, q, P))
-BINARY(isclose_u64, uint64_t, uint8_t, close_u64(p, q, P))
-
 static const struct loops binary_loops[TR_OP_COUNT] = {
-    [TR_OP_ADD] = {add_f32, add_f64, add_i64, add_u64},
-    [TR_OP_SUB] = {sub_f32, sub_f64, sub_i64, sub_u64},
-    [TR_OP_MUL] = {mul_f32, mul_f64, mul_i64, mul_u64},
-    [TR_OP_DIV] = {div_f32, div_f64, NULL, NULL},
-    [TR_OP_FLOOR_DIVIDE] = {floor_divide_f32, floor_divide_f64, floor_divide_i64, floor_divide_u64},
-    [TR_OP_REMAINDER] = {remainder_f32, remainder_f64, remainder_i64, remainder_u64},
-    [TR_OP_FMOD] = {fmod_f32, fmod_f64, fmod_i64, fmod_u64},
-    [TR_OP_ATAN2] = {atan2_f32, atan2_f64, NULL, NULL},
-    [TR_OP_BITWISE_AND] = {NULL, NULL, bitwise_and_i64, bitwise_and_u64},
-    [TR_OP_BITWISE_OR] = {NULL, NULL, bitwise_or_i64, bitwise_or_u64},
-    [TR_OP_BITWISE_XOR] = {NULL, NULL, bitwise_xor_i64, bitwise_xor_u64},
-    [TR_OP_LOGICAL_XOR] = {xor_f32, xor_f64, xor_i64, xor_u64},
-    [TR_OP_ISCLOSE] = {isclose_f32, isclose_f64, isclose_i64, isclose_u64},
-    [TR_OP_POW] = {pow_f32, pow_f64, pow_i64, pow_u64},
-    [TR_OP_MAXIMUM] = {maximum_f32, maximum_f64, maximum_i64, maximum_u64},
-    [TR_OP_MINIMUM] = {minimum_f32, minimum_f64, minimum_i64, minimum_u64},
-    [TR_OP_EQ] = {eq_f32, eq_f64, eq_i64, eq_u64},
-    [TR_OP_NE] = {ne_f32, ne_f64, ne_i64, ne_u64},
-    [TR_OP_LT] = {lt_f32, lt_f64, lt_i64, lt_u64},
-    [TR_OP_LE] = {le_f32, le_f64, le_i64, le_u64},
-    [TR_OP_GT] = {gt_f32, gt_f64, gt_i64, gt_u64},
-    [TR_OP_GE] = {ge_f32, ge_f64, ge_i64, ge_u64},
-    [TR_OP_LOGICAL_AND] = {and_f32, and_f64, and_i64, and_u64},
-    [TR_OP_LOGICAL_OR] = {or_f32, or_f64, or_i64, or_u64},
+    [TR_OP_ADD] = {TR__EW_add_f32, TR__EW_add_f64, TR__EW_add_i64, TR__EW_add_u64},
+    [TR_OP_SUB] = {TR__EW_sub_f32, TR__EW_sub_f64, TR__EW_sub_i64, TR__EW_sub_u64},
+    [TR_OP_MUL] = {TR__EW_mul_f32, TR__EW_mul_f64, TR__EW_mul_i64, TR__EW_mul_u64},
+    [TR_OP_DIV] = {TR__EW_div_f32, TR__EW_div_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_FLOOR_DIVIDE] = {TR__EW_floor_divide_f32, TR__EW_floor_divide_f64, TR__EW_floor_divide_i64, TR__EW_floor_divide_u64},
+    [TR_OP_REMAINDER] = {TR__EW_remainder_f32, TR__EW_remainder_f64, TR__EW_remainder_i64, TR__EW_remainder_u64},
+    [TR_OP_FMOD] = {TR__EW_fmod_f32, TR__EW_fmod_f64, TR__EW_fmod_i64, TR__EW_fmod_u64},
+    [TR_OP_ATAN2] = {TR__EW_atan2_f32, TR__EW_atan2_f64, TR__EW_NONE, TR__EW_NONE},
+    [TR_OP_BITWISE_AND] = {TR__EW_NONE, TR__EW_NONE, TR__EW_bitwise_and_i64, TR__EW_bitwise_and_u64},
+    [TR_OP_BITWISE_OR] = {TR__EW_NONE, TR__EW_NONE, TR__EW_bitwise_or_i64, TR__EW_bitwise_or_u64},
+    [TR_OP_BITWISE_XOR] = {TR__EW_NONE, TR__EW_NONE, TR__EW_bitwise_xor_i64, TR__EW_bitwise_xor_u64},
+    [TR_OP_LOGICAL_XOR] = {TR__EW_xor_f32, TR__EW_xor_f64, TR__EW_xor_i64, TR__EW_xor_u64},
+    [TR_OP_ISCLOSE] = {TR__EW_isclose_f32, TR__EW_isclose_f64, TR__EW_isclose_i64, TR__EW_isclose_u64},
+    [TR_OP_POW] = {TR__EW_pow_f32, TR__EW_pow_f64, TR__EW_pow_i64, TR__EW_pow_u64},
+    [TR_OP_MAXIMUM] = {TR__EW_maximum_f32, TR__EW_maximum_f64, TR__EW_maximum_i64, TR__EW_maximum_u64},
+    [TR_OP_MINIMUM] = {TR__EW_minimum_f32, TR__EW_minimum_f64, TR__EW_minimum_i64, TR__EW_minimum_u64},
+    [TR_OP_EQ] = {TR__EW_eq_f32, TR__EW_eq_f64, TR__EW_eq_i64, TR__EW_eq_u64},
+    [TR_OP_NE] = {TR__EW_ne_f32, TR__EW_ne_f64, TR__EW_ne_i64, TR__EW_ne_u64},
+    [TR_OP_LT] = {TR__EW_lt_f32, TR__EW_lt_f64, TR__EW_lt_i64, TR__EW_lt_u64},
+    [TR_OP_LE] = {TR__EW_le_f32, TR__EW_le_f64, TR__EW_le_i64, TR__EW_le_u64},
+    [TR_OP_GT] = {TR__EW_gt_f32, TR__EW_gt_f64, TR__EW_gt_i64, TR__EW_gt_u64},
+    [TR_OP_GE] = {TR__EW_ge_f32, TR__EW_ge_f64, TR__EW_ge_i64, TR__EW_ge_u64},
+    [TR_OP_LOGICAL_AND] = {TR__EW_and_f32, TR__EW_and_f64, TR__EW_and_i64, TR__EW_and_u64},
+    [TR_OP_LOGICAL_OR] = {TR__EW_or_f32, TR__EW_or_f64, TR__EW_or_i64, TR__EW_or_u64},
 };
 
 /* The dtype both operands of a binary op are computed in: the result's,
@@ -614,7 +372,7 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
 {
     enum tr_dtype compute = operand_dtype(op, args, out);
     bool to_bool = op->rule == TR__RULE_COMPARE || op->rule == TR__RULE_LOGICAL;
-    tr__block_fn fn = pick(loops_of(binary_loops, op->info.id), compute);
+    tr__block_fn fn = loop_of_code[pick(loops_of(binary_loops, op->info.id), compute)];
     struct tr__ew_params params = binary_params(op, args);
     struct tr_tensor *a, *b, *y = NULL;
     struct tr__store store = {0}; /* fn not NULL: y is streamed */
@@ -654,52 +412,9 @@ tr_status tr__k_binary(const struct tr__op *op, const struct tr_arg *args,
 
 /* ---------------------------------------------------------- where, clamp */
 
-#define WHERE(name, T)                                                       \
-    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
-    {                                                                        \
-        const T *c = (const T *)(const void *)in[0];                         \
-        const T *a = (const T *)(const void *)in[1];                         \
-        const T *b = (const T *)(const void *)in[2];                         \
-        T *y = (T *)(void *)out;                                             \
-        (void)ctx;                                                           \
-        for (int64_t i = 0; i < n; i++)                                      \
-            y[i] = c[i] != 0 ? a[i] : b[i];                                  \
-    }
+static const struct loops where_loops = {TR__EW_where_f32, TR__EW_where_f64, TR__EW_where_i64, TR__EW_where_u64};
 
-WHERE(where_f32, float)
-WHERE(where_f64, double)
-WHERE(where_i64, int64_t)
-WHERE(where_u64, uint64_t)
-
-static const struct loops where_loops = {where_f32, where_f64, where_i64, where_u64};
-
-/* Bounds of clamp that are present: bit 0 min, bit 1 max. */
-#define CLAMP(name, T)                                                       \
-    static void name(char *out, const char *const *in, int64_t n, const void *ctx) \
-    {                                                                        \
-        int which = ((const struct tr__ew_params *)ctx)->which;              \
-        const T *x = (const T *)(const void *)in[0];                         \
-        const T *lo = (const T *)(const void *)in[1];                        \
-        const T *hi = (const T *)(const void *)in[which == 3 ? 2 : 1];       \
-        T *y = (T *)(void *)out;                                             \
-        for (int64_t i = 0; i < n; i++) {                                    \
-            T v = x[i];                                                      \
-            if ((which & 1) && (v < lo[i] || lo[i] != lo[i]))                \
-                v = lo[i];                                                   \
-            if ((which & 2) && (v > hi[i] || hi[i] != hi[i]))                \
-                v = hi[i];                                                   \
-            if (x[i] != x[i])                                                \
-                v = x[i]; /* NaN stays NaN */                                \
-            y[i] = v;                                                        \
-        }                                                                    \
-    }
-
-CLAMP(clamp_f32, float)
-CLAMP(clamp_f64, double)
-CLAMP(clamp_i64, int64_t)
-CLAMP(clamp_u64, uint64_t)
-
-static const struct loops clamp_loops = {clamp_f32, clamp_f64, clamp_i64, clamp_u64};
+static const struct loops clamp_loops = {TR__EW_clamp_f32, TR__EW_clamp_f64, TR__EW_clamp_i64, TR__EW_clamp_u64};
 
 /* where(condition, a, b) and clamp(x, min, max): up to three operands, all
  * computed in the result's compute dtype. */
@@ -745,7 +460,8 @@ tr_status tr__k_select3(const struct tr__op *op, const struct tr_arg *args,
         s = tr_copy_into(y, in[0]); /* (in place, x is already its own clamp) */
     else if (s == TR_OK)
         s = tr__map_stream(y, &store, compute, (const struct tr_tensor *const *)in, n, compute,
-                           pick(where ? &where_loops : &clamp_loops, compute), &params);
+                           loop_of_code[pick(where ? &where_loops : &clamp_loops, compute)],
+                           &params);
     for (int i = 0; i < n; i++)
         tr_release(in[i]);
     if (s != TR_OK) {
@@ -804,6 +520,7 @@ bool tr__ew_describe(const struct tr__op *op, const struct tr_arg *args,
     } else {
         return false;
     }
-    d->fn = l ? pick(l, d->in_compute) : NULL;
+    d->code = pick(l, d->in_compute);
+    d->fn = loop_of_code[d->code];
     return d->fn != NULL;
 }

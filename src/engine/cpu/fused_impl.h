@@ -13,6 +13,7 @@
 #define TR_CPU_FUSED_IMPL_H
 
 #include "../kernel_impl.h"
+#include "../ew_scalar.h"
 #include "../tensorrun_fused.h"
 
 /* --------------------------------------------------- elementwise ops */
@@ -25,18 +26,9 @@ enum tr__ew_prep {
     TR__EW_TRUTH    /* converted to bool first: where's condition */
 };
 
-/* What an elementwise loop reads besides its operands: its ctx. */
-struct tr__ew_params {
-    int which;      /* clamp's bounds: bit 0 min, bit 1 max */
-    bool flag;      /* isclose's equal_nan */
-    double v[3];    /* softplus: beta, threshold; leaky_relu: negative_slope;
-                       elu: alpha; nan_to_num: nan, posinf, neginf; round:
-                       10 to the number of decimals (or of -decimals);
-                       isclose: rtol, atol */
-};
-
 struct tr__ew_desc {
     tr__block_fn fn;           /* NULL: the result is the operand itself */
+    enum tr__ew_code code;     /* fn's entry of ew_ops.def (TR__EW_NONE: NULL) */
     struct tr__ew_params params; /* fn's ctx */
     enum tr_dtype in_compute;  /* every operand's */
     enum tr_dtype out_compute; /* fn's output, converted to the result's dtype */
