@@ -3,6 +3,8 @@
  */
 #include "engine_impl.h"
 
+#include "convert_scalar.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -63,113 +65,9 @@ bool tr_dtype_is_signed(enum tr_dtype dtype)
 
 /* ------------------------------------------------------ 16-bit floats */
 
-static uint32_t float_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float bits_float(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* Rounds m >> shift to nearest, ties to even (shift in 1..31). */
-static uint32_t shift_round_even(uint32_t m, unsigned shift)
-{
-    uint32_t r = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1);
-    uint32_t half = 1u << (shift - 1);
-
-    if (rem > half || (rem == half && (r & 1)))
-        r++;
-    return r;
-}
-
-float tr_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t man = h & 0x3ffu;
-
-    if (exp == 0x1f) /* infinity, or NaN made quiet */
-        return bits_float(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
-    if (exp == 0) {
-        /* zero or subnormal: man units of 2^-24, exact in f32 */
-        float v = (float)man * 0x1p-24f;
-        return sign ? -v : v;
-    }
-    return bits_float(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-uint16_t tr_f32_to_f16(float value)
-{
-    uint32_t x = float_bits(value);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-    uint32_t a = x & 0x7fffffffu;
-    uint32_t e = a >> 23;
-
-    if (a > 0x7f800000u) /* NaN: quiet, top payload bits kept */
-        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-    if (a >= 0x477ff000u) /* 65520 and up round past 65504: infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    if (e < 113) {
-        /* below 2^-14: an f16 subnormal (or zero) in units of 2^-24 */
-        unsigned shift = 126 - e;
-        if (e == 0 || shift > 24)
-            return sign;
-        return (uint16_t)(sign | shift_round_even((a & 0x7fffffu) | 0x800000u, shift));
-    }
-    /* normal: rebias the exponent, round 23 mantissa bits to 10; a carry
-     * out of the mantissa correctly bumps the exponent */
-    return (uint16_t)(sign | shift_round_even(((e - 112) << 23) | (a & 0x7fffffu), 13));
-}
-
-/* d rounded to f32 "to odd": truncated toward zero, with the last bit set
- * when anything was cut off.  Rounding that once more to a format with at
- * least two fewer significant bits, to nearest even, gives exactly the
- * correctly rounded result from d, which rounding through (float)d does not
- * always (double rounding). */
-static float f64_to_f32_round_odd(double d)
-{
-    float f = (float)d;
-    uint32_t bits;
-
-    if (d != d || (double)f == d)
-        return f;
-    bits = float_bits(f);
-    if (fabs((double)f) > fabs(d))
-        bits--; /* rounded away from zero: step back toward it */
-    return bits_float(bits | 1u);
-}
-
-uint16_t tr_f64_to_f16(double value)
-{
-    return tr_f32_to_f16(f64_to_f32_round_odd(value));
-}
-
-uint16_t tr_f64_to_bf16(double value)
-{
-    return tr_f32_to_bf16(f64_to_f32_round_odd(value));
-}
-
-float tr_bf16_to_f32(uint16_t bits)
-{
-    uint32_t u = (uint32_t)bits << 16;
-
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        u |= 0x400000u;
-    return bits_float(u);
-}
-
-uint16_t tr_f32_to_bf16(float value)
-{
-    uint32_t x = float_bits(value);
-
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    return (uint16_t)shift_round_even(x, 16);
-}
+float tr_f16_to_f32(uint16_t bits) { return tr__f16_to_f32(bits); }
+uint16_t tr_f32_to_f16(float value) { return tr__f32_to_f16(value); }
+uint16_t tr_f64_to_f16(double value) { return tr__f64_to_f16(value); }
+uint16_t tr_f64_to_bf16(double value) { return tr__f64_to_bf16(value); }
+float tr_bf16_to_f32(uint16_t bits) { return tr__bf16_to_f32(bits); }
+uint16_t tr_f32_to_bf16(float value) { return tr__f32_to_bf16(value); }

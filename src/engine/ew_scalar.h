@@ -75,7 +75,7 @@ TR_HD static inline uint64_t tr__ew_upow(uint64_t p, uint64_t q)
         if (mod != 0 && (b < 0) != (mod < 0))                                \
             div -= 1;                                                        \
         if (div == 0)                                                        \
-            return copysign##suffix(0, a / b);                               \
+            return copysign##suffix((T)0, a / b);                             \
         q = floor##suffix(div);                                              \
         return div - q > (T)0.5 ? q + 1 : q;                                 \
     }                                                                        \

@@ -2,98 +2,19 @@
  * cpu/cast.c - the elementwise dtype conversion kernel: every one of the
  * 13 x 13 source and destination dtypes, with the rules of tr_copy_into.
  *
- * A source element is loaded into the widest value of its kind (double for
- * floats, int64_t or uint64_t for integers and bool), and a destination
- * element is stored from that value by a function chosen with _Generic, so
- * that every pair rounds or wraps once, from the source's exact value.
+ * A source element is loaded into the widest value of its kind, and a
+ * destination element is stored from that value by the functions of
+ * convert_scalar.h, chosen here with _Generic per pair of dtypes.
  */
 #include <math.h>
 #include <string.h>
 
+#include "../convert_scalar.h"
 #include "../kernel_impl.h"
 
-/* --------------------------------------------------------------- loads */
-
-static inline uint64_t load_bool(uint8_t x) { return x != 0; }
-static inline uint64_t load_u8(uint8_t x) { return x; }
-static inline uint64_t load_u16(uint16_t x) { return x; }
-static inline uint64_t load_u32(uint32_t x) { return x; }
-static inline uint64_t load_u64(uint64_t x) { return x; }
-static inline int64_t load_i8(int8_t x) { return x; }
-static inline int64_t load_i16(int16_t x) { return x; }
-static inline int64_t load_i32(int32_t x) { return x; }
-static inline int64_t load_i64(int64_t x) { return x; }
-static inline double load_f16(uint16_t x) { return tr_f16_to_f32(x); }
-static inline double load_bf16(uint16_t x) { return tr_bf16_to_f32(x); }
-static inline double load_f32(float x) { return x; }
-static inline double load_f64(double x) { return x; }
-
-/* -------------------------------------------------------------- stores */
-
-/* Integers from integers wrap; from floats truncate toward zero and
- * saturate, NaN giving 0.  (double)MAX may round up past MAX (2^63 for
- * int64), which the >= comparison turns into saturation as wanted. */
-#define INTEGER_STORES(T, MIN, MAX)                                          \
-    static inline T T##_from_u(uint64_t v) { return (T)v; }                 \
-    static inline T T##_from_i(int64_t v) { return (T)(uint64_t)v; }       \
-    static inline T T##_from_f(double v)                                     \
-    {                                                                        \
-        if (v != v)                                                          \
-            return 0;                                                        \
-        if (v <= (double)(MIN))                                              \
-            return (MIN);                                                    \
-        if (v >= (double)(MAX))                                              \
-            return (MAX);                                                    \
-        return (T)v;                                                         \
-    }
-
-INTEGER_STORES(uint8_t, 0, UINT8_MAX)
-INTEGER_STORES(uint16_t, 0, UINT16_MAX)
-INTEGER_STORES(uint32_t, 0, UINT32_MAX)
-INTEGER_STORES(uint64_t, 0, UINT64_MAX)
-INTEGER_STORES(int8_t, INT8_MIN, INT8_MAX)
-INTEGER_STORES(int16_t, INT16_MIN, INT16_MAX)
-INTEGER_STORES(int32_t, INT32_MIN, INT32_MAX)
-INTEGER_STORES(int64_t, INT64_MIN, INT64_MAX)
-
-static inline uint8_t boolean_from_u(uint64_t v) { return v != 0; }
-static inline uint8_t boolean_from_i(int64_t v) { return v != 0; }
-static inline uint8_t boolean_from_f(double v) { return v != 0; }
-
-/* An integer as a double rounded "to odd" (cut toward zero, the last bit
- * set when anything was cut off), so that rounding it once more, to the
- * 11 or 8 significant bits of f16 or bf16, rounds once from the exact
- * integer.  Exact below 2^53. */
-static inline double u64_round_odd(uint64_t v)
-{
-    int shift = v >> 53 ? 11 - __builtin_clzll(v) : 0;
-
-    if (shift <= 0)
-        return (double)v;
-    return ldexp((double)((v >> shift) | ((v & ((UINT64_C(1) << shift) - 1)) != 0)), shift);
-}
-
-static inline double i64_round_odd(int64_t v)
-{
-    return v < 0 ? -u64_round_odd((uint64_t)0 - (uint64_t)v) : u64_round_odd((uint64_t)v);
-}
-
-static inline uint16_t f16_from_u(uint64_t v) { return tr_f64_to_f16(u64_round_odd(v)); }
-static inline uint16_t f16_from_i(int64_t v) { return tr_f64_to_f16(i64_round_odd(v)); }
-static inline uint16_t f16_from_f(double v) { return tr_f64_to_f16(v); }
-static inline uint16_t bf16_from_u(uint64_t v) { return tr_f64_to_bf16(u64_round_odd(v)); }
-static inline uint16_t bf16_from_i(int64_t v) { return tr_f64_to_bf16(i64_round_odd(v)); }
-static inline uint16_t bf16_from_f(double v) { return tr_f64_to_bf16(v); }
-static inline float f32_from_u(uint64_t v) { return (float)v; }
-static inline float f32_from_i(int64_t v) { return (float)v; }
-static inline float f32_from_f(double v) { return (float)v; }
-static inline double f64_from_u(uint64_t v) { return (double)v; }
-static inline double f64_from_i(int64_t v) { return (double)v; }
-static inline double f64_from_f(double v) { return v; }
-
 #define STORE(prefix, v)                                                     \
-    _Generic((v), uint64_t: prefix##_from_u, int64_t: prefix##_from_i,       \
-             double: prefix##_from_f)(v)
+    _Generic((v), uint64_t: tr__cv_##prefix##_from_u, int64_t: tr__cv_##prefix##_from_i, \
+             double: tr__cv_##prefix##_from_f)(v)
 
 /* --------------------------------------------------------------- loops */
 
@@ -262,19 +183,19 @@ static void cast_row(char *dst, int64_t ds, const char *src, int64_t ss, int64_t
     if (fast_row(dst, ds, src, ss, n, from, to))
         return;
     switch (from) {
-    case TR_DTYPE_BOOL: TO_EACH_DESTINATION(uint8_t, load_bool); break;
-    case TR_DTYPE_U8: TO_EACH_DESTINATION(uint8_t, load_u8); break;
-    case TR_DTYPE_U16: TO_EACH_DESTINATION(uint16_t, load_u16); break;
-    case TR_DTYPE_U32: TO_EACH_DESTINATION(uint32_t, load_u32); break;
-    case TR_DTYPE_U64: TO_EACH_DESTINATION(uint64_t, load_u64); break;
-    case TR_DTYPE_I8: TO_EACH_DESTINATION(int8_t, load_i8); break;
-    case TR_DTYPE_I16: TO_EACH_DESTINATION(int16_t, load_i16); break;
-    case TR_DTYPE_I32: TO_EACH_DESTINATION(int32_t, load_i32); break;
-    case TR_DTYPE_I64: TO_EACH_DESTINATION(int64_t, load_i64); break;
-    case TR_DTYPE_F16: TO_EACH_DESTINATION(uint16_t, load_f16); break;
-    case TR_DTYPE_BF16: TO_EACH_DESTINATION(uint16_t, load_bf16); break;
-    case TR_DTYPE_F32: TO_EACH_DESTINATION(float, load_f32); break;
-    case TR_DTYPE_F64: TO_EACH_DESTINATION(double, load_f64); break;
+    case TR_DTYPE_BOOL: TO_EACH_DESTINATION(uint8_t, tr__cv_load_bool); break;
+    case TR_DTYPE_U8: TO_EACH_DESTINATION(uint8_t, tr__cv_load_u8); break;
+    case TR_DTYPE_U16: TO_EACH_DESTINATION(uint16_t, tr__cv_load_u16); break;
+    case TR_DTYPE_U32: TO_EACH_DESTINATION(uint32_t, tr__cv_load_u32); break;
+    case TR_DTYPE_U64: TO_EACH_DESTINATION(uint64_t, tr__cv_load_u64); break;
+    case TR_DTYPE_I8: TO_EACH_DESTINATION(int8_t, tr__cv_load_i8); break;
+    case TR_DTYPE_I16: TO_EACH_DESTINATION(int16_t, tr__cv_load_i16); break;
+    case TR_DTYPE_I32: TO_EACH_DESTINATION(int32_t, tr__cv_load_i32); break;
+    case TR_DTYPE_I64: TO_EACH_DESTINATION(int64_t, tr__cv_load_i64); break;
+    case TR_DTYPE_F16: TO_EACH_DESTINATION(uint16_t, tr__cv_load_f16); break;
+    case TR_DTYPE_BF16: TO_EACH_DESTINATION(uint16_t, tr__cv_load_bf16); break;
+    case TR_DTYPE_F32: TO_EACH_DESTINATION(float, tr__cv_load_f32); break;
+    case TR_DTYPE_F64: TO_EACH_DESTINATION(double, tr__cv_load_f64); break;
     default: break;
     }
 }
