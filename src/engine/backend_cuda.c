@@ -12,12 +12,11 @@
  * module's marks (cuda_module.h), so the pool defers a free until the work
  * before it is done.  Uploads from pageable memory go through pinned
  * staging buffers (staging.c), kept for the rest of the run once made:
- * cudaHostAlloc is slow.  No kernels yet but to()'s (tr_to: the copies): every other
- * kernel slot is NULL, and supports() says what the cuda column of ops.def
- * says (NONE for every other op so far), whether a device is present or
- * not.
+ * cudaHostAlloc is slow.  The kernels are backend_cuda_kernels.c's, on the
+ * module's map; supports() says what the cuda column of ops.def says,
+ * whether a device is present or not.
  */
-#include "backend_impl.h"
+#include "backend_cuda_impl.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -27,7 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cuda/cuda_module.h"
 
 #ifndef TR_PKGLIBDIR
 #error "TR_PKGLIBDIR (where the CUDA module is installed) must be defined; the Makefile does"
@@ -302,6 +300,33 @@ static tr_status cuda_gather(int index, void *dst, const void *src, size_t item,
     return TR_OK;
 }
 
+tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn)
+{
+    char err[256];
+
+    if (cuda_module->map(index, m, err, sizeof err) != 0)
+        return cuda_failed(fn, index, err);
+    return TR_OK;
+}
+
+/* tr_copy_into on the device: the module's map of no function. */
+static tr_status cuda_convert(int index, void *dst, const int64_t *dst_strides, enum tr_dtype to,
+                              const void *src, const int64_t *src_strides, enum tr_dtype from,
+                              int ndim, const int64_t *shape, const char *fn)
+{
+    struct tr_cuda_map m = {.code = TR__EW_NONE, .nin = 1, .ndim = ndim, .out = dst,
+                            .out_dtype = to, .in_compute = to, .out_compute = to};
+
+    m.in[0].data = src;
+    m.in[0].dtype = from;
+    for (int d = 0; d < ndim; d++) {
+        m.shape[d] = shape[d];
+        m.out_strides[d] = dst_strides[d];
+        m.in[0].strides[d] = src_strides[d];
+    }
+    return tr__cuda_map(index, &m, fn);
+}
+
 /* What the cuda column of ops.def says, known in every build: the module
  * is checked against it on a GPU (tests/cuda). */
 static bool cuda_supports(const struct tr__backend *self, enum tr_op_id id,
@@ -356,8 +381,6 @@ static tr_status cuda_event_wait(struct tr__event *event, const char *fn)
 
 void tr__backend_cuda_init(struct tr__backend *b)
 {
-    /* kernels[] stays NULL but to()'s, which is tr_to, the backends'
-     * copies: the CUDA kernels are a later module version's */
     *b = (struct tr__backend){
         .name = "cuda",
         .host_memory = false,
@@ -368,6 +391,7 @@ void tr__backend_cuda_init(struct tr__backend *b)
         .download = cuda_download,
         .fill_zero = cuda_fill_zero,
         .gather = cuda_gather,
+        .convert = cuda_convert,
         .staging_alloc = cuda_staging_alloc,
         .staging_free = cuda_staging_free,
         .supports = cuda_supports,
@@ -376,5 +400,5 @@ void tr__backend_cuda_init(struct tr__backend *b)
         .event_query = cuda_event_query,
         .event_wait = cuda_event_wait,
     };
-    b->kernels[TR_OP_TO] = tr__kernel_for(TR_OP_TO);
+    tr__cuda_kernels_init(b);
 }

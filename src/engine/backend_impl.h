@@ -56,6 +56,14 @@ struct tr__backend {
     tr_status (*gather)(int index, void *dst, const void *src, size_t item, int ndim,
                         const int64_t *shape, const int64_t *strides, const char *fn);
 
+    /* dst = src converted to dtype to, both on device index, both strided
+     * (byte strides, dst's never making two elements one), by the rules of
+     * tr_copy_into; NULL where the host reaches the memory (the CPU's
+     * loops do it). */
+    tr_status (*convert)(int index, void *dst, const int64_t *dst_strides, enum tr_dtype to,
+                         const void *src, const int64_t *src_strides, enum tr_dtype from,
+                         int ndim, const int64_t *shape, const char *fn);
+
     /* Host memory that uploads are staged in (staging.c; pinned on a
      * GPU), or NULL where an upload reads its source where it lies. */
     void *(*staging_alloc)(int index, uint64_t bytes);

@@ -12,13 +12,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../ew_scalar.h" /* struct tr__ew_params, enum tr__ew_code */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define TR_CUDA_MODULE_ABI 3
+#define TR_CUDA_MODULE_ABI 4
 #define TR_CUDA_MODULE_SYMBOL "tr_cuda_module_get"
 #define TR_CUDA_MAX_NDIM 8
+
+#define TR_CUDA_MAX_OPERANDS 3
+
+/* An operand of map: device memory, or one value that every element reads. */
+struct tr_cuda_operand {
+    const void *data;        /* element 0 on the device; NULL: value */
+    int dtype;               /* enum tr_dtype */
+    /* byte strides in the result's shape: 0 along a broadcast dimension */
+    int64_t strides[TR_CUDA_MAX_NDIM];
+    unsigned char value[8];  /* of dtype, when data is NULL */
+};
+
+/*
+ * One elementwise op over a result of shape shape: each operand's element
+ * converted to in_compute (by tr_copy_into's rules), the function of
+ * ew_scalar.h of code applied (TR__EW_NONE: the first operand as it is),
+ * its out_compute value converted to out_dtype and stored.  out's strides
+ * are in bytes and never make two elements one.
+ */
+struct tr_cuda_map {
+    int code;                /* enum tr__ew_code */
+    int nin;                 /* 1 .. TR_CUDA_MAX_OPERANDS */
+    int ndim;
+    int64_t shape[TR_CUDA_MAX_NDIM];
+    void *out;
+    int out_dtype, in_compute, out_compute;
+    int64_t out_strides[TR_CUDA_MAX_NDIM];
+    struct tr_cuda_operand in[TR_CUDA_MAX_OPERANDS];
+    struct tr__ew_params params;
+};
 
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
@@ -53,6 +85,8 @@ struct tr_cuda_module {
     int (*copy_strided)(int device, void *dst, const void *src, uint64_t itemsize,
                         int ndim, const int64_t *shape, const int64_t *strides,
                         char *err, size_t errsize);
+    /* Queues map m (m itself may go once this returns). */
+    int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
     /* A mark after the work issued so far; 0 when none could be made (the
      * stream was waited for instead: everything is done). */
     uint64_t (*mark)(int device);

@@ -4,7 +4,8 @@
  * of cuda_module.h; nothing else of it is visible to the engine.
  *
  * Each device has one stream, made at its first use, that every copy, fill
- * and kernel of the module goes on, and a ring of events for its marks:
+ * and kernel of the module goes on (the kernels are in files of their own,
+ * module_impl.h), and a ring of events for its marks:
  * mark n is the n-th event recorded on the stream.  Events complete in
  * the stream's order, so the marks done so far are a prefix: `completed`
  * is the last of them, and the ring holds the ones after it.
@@ -14,7 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "cuda_module.h"
+#include "module_impl.h"
 
 namespace {
 
@@ -366,6 +367,23 @@ int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int 
     return rc == cudaSuccess ? 0 : fail(rc, "the strided copy kernel", err, errsize);
 }
 
+int map(int device, const tr_cuda_map *m, char *err, size_t errsize)
+{
+    device_state *d;
+    cudaError_t rc;
+
+    if (m->ndim < 0 || m->ndim > TR_CUDA_MAX_NDIM || m->nin < 1 || m->nin > TR_CUDA_MAX_OPERANDS) {
+        snprintf(err, errsize, "map: %d dimensions, %d operands", m->ndim, m->nin);
+        return -1;
+    }
+    d = take(device, "the elementwise kernel", err, errsize);
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_map(m, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "the elementwise kernel", err, errsize);
+}
+
 int device_synchronize(int device, char *err, size_t errsize)
 {
     device_state *d = take(device, "cudaStreamSynchronize", err, errsize);
@@ -392,8 +410,8 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       device_mark,      device_mark_done, device_mark_wait,
-    device_synchronize,
+    copy_strided,       map,              device_mark,      device_mark_done,
+    device_mark_wait,   device_synchronize,
 };
 
 } /* namespace */

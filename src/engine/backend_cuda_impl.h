@@ -1,0 +1,19 @@
+/*
+ * backend_cuda_impl.h - what the CUDA backend's files share: the module's
+ * kernels as the engine calls them, and the table of CUDA kernels that
+ * backend_cuda_kernels.c fills in.
+ */
+#ifndef TR_BACKEND_CUDA_IMPL_H
+#define TR_BACKEND_CUDA_IMPL_H
+
+#include "backend_impl.h"
+#include "cuda/cuda_module.h"
+
+/* Queues m on device index's stream; errors begin with fn. */
+tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn);
+
+/* Fills in b->kernels: an op has a CUDA kernel exactly when the cuda
+ * column of ops.def names dtypes for it. */
+void tr__cuda_kernels_init(struct tr__backend *b);
+
+#endif /* TR_BACKEND_CUDA_IMPL_H */

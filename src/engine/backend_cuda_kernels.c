@@ -1,0 +1,166 @@
+/*
+ * backend_cuda_kernels.c - the CUDA backend's kernels: what runs an op on
+ * a CUDA device, on the module's kernels (cuda/cuda_module.h).
+ *
+ * - The views and cast and to are the CPU's kernels: they only describe
+ *   memory, or copy through the backend's own copies (gather, convert).
+ * - The unary and binary ops, where and clamp plan as the CPU's kernels
+ *   plan (tr__ew_describe: the same entry of ew_ops.def, compute dtypes and
+ *   operand preparation), then run as one map of the module.
+ * - contiguous and clone copy with the backend's gather, or convert into a
+ *   destination on the device.
+ *
+ * Which ops have a kernel here is the cuda column of ops.def: the table is
+ * made from it, and an op the column names without a kernel here is a
+ * bug that tests/unit/test_backend.c finds.
+ */
+#include "backend_cuda_impl.h"
+
+#include <string.h>
+
+#include "cpu/fused_impl.h"
+#include "kernels.h"
+
+/* A result's destination when it is on the result's device (anything
+ * else, the caller copies into). */
+static const struct tr_dest *dest_on(const struct tr_dest *dest, struct tr_device device)
+{
+    return dest && dest->tensor && !dest->sink &&
+                   tr_device_equal(dest->tensor->storage->device, device)
+               ? dest
+               : NULL;
+}
+
+/* An operand of an elementwise op as the CPU's kernel prepares it (a
+ * tensor on the device, or a 0-d constant on the host). */
+static struct tr_tensor *prepare(const struct tr_arg *arg, enum tr__ew_prep prep,
+                                 enum tr_dtype result, enum tr_dtype compute)
+{
+    struct tr_tensor *c, *t;
+
+    switch (prep) {
+    case TR__EW_OPERAND:
+        return tr__operand(arg, result, compute);
+    case TR__EW_TRUTH:
+        c = tr__arg_tensor(arg, TR_DTYPE_BOOL);
+        t = c ? tr_cast(c, TR_DTYPE_BOOL) : NULL;
+        tr_release(c);
+        return t;
+    default:
+        return arg->tensor ? tr__tensor_alias(arg->tensor)
+                           : tr__arg_tensor(arg, tr_value_dtype(&arg->value));
+    }
+}
+
+/* o describes t broadcast to the result's ndim dimensions: its memory on the
+ * device, or the value of a 0-d constant on the host. */
+static tr_status describe(struct tr_cuda_operand *o, const struct tr_tensor *t, int ndim,
+                          struct tr_device device, const char *fn)
+{
+    int64_t strides[TR_MAX_DIMS];
+    int lead = ndim - t->ndim;
+
+    memset(o, 0, sizeof *o);
+    o->dtype = t->dtype;
+    if (!tr_device_equal(t->storage->device, device)) {
+        TR_RETURN_ERROR_IF(t->ndim != 0 || !tr__backend_of(t->storage->device.kind)->host_memory,
+                           TR_ERR_DEVICE, "%s: an operand is not on %s", fn,
+                           tr__backend_of(device.kind)->name);
+        memcpy(o->value, tr_tensor_data(t), tr_dtype_size(t->dtype));
+        return TR_OK;
+    }
+    o->data = tr_tensor_data(t);
+    tr__byte_strides(t, strides);
+    for (int d = 0; d < ndim; d++)
+        o->strides[d] = d < lead || t->shape[d - lead] == 1 ? 0 : strides[d - lead];
+    return TR_OK;
+}
+
+/* The unary and binary ops, where and clamp: one map. */
+static tr_status cuda_k_elementwise(const struct tr__op *op, const struct tr_arg *args,
+                                    const struct tr_value *out, const struct tr_dest *dest,
+                                    struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    struct tr_tensor *in[TR_CUDA_MAX_OPERANDS] = {NULL, NULL, NULL}, *y = NULL;
+    struct tr_cuda_map m = {0};
+    struct tr__ew_desc d;
+    tr_status s = TR_OK;
+
+    TR_RETURN_ERROR_IF(!tr__ew_describe(op, args, out, &d), TR_ERR_STATE,
+                       "%s: no CUDA kernel for these dtypes", name);
+    m.code = d.code;
+    m.nin = d.nin;
+    m.ndim = out->ndim;
+    m.out_dtype = out->dtype;
+    m.in_compute = d.in_compute;
+    m.out_compute = d.out_compute;
+    m.params = d.params;
+    for (int d_ = 0; d_ < out->ndim; d_++)
+        m.shape[d_] = out->shape[d_];
+    for (int k = 0; k < d.nin && s == TR_OK; k++) {
+        in[k] = prepare(&args[d.param[k]], d.prep[k], out->dtype, d.in_compute);
+        s = in[k] ? describe(&m.in[k], in[k], out->ndim, out->device, name)
+                  : tr_last_status();
+    }
+    if (s == TR_OK) {
+        y = tr__new_result(name, out, out->device, dest_on(dest, out->device));
+        s = y ? TR_OK : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(y) > 0) {
+        m.out = tr_tensor_data_mut(y);
+        tr__byte_strides(y, m.out_strides);
+        s = tr__cuda_map(out->device.index, &m, name);
+    }
+    for (int k = 0; k < d.nin; k++)
+        tr_release(in[k]);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+/* contiguous(x) and clone(x): a copy of its own (the backend's gather),
+ * or a conversion into a destination on the device. */
+static tr_status cuda_k_copy(const struct tr__op *op, const struct tr_arg *args,
+                             const struct tr_value *out, const struct tr_dest *dest,
+                             struct tr_tensor **results)
+{
+    const struct tr_dest *into = dest_on(dest, out->device);
+    struct tr_tensor *y;
+    tr_status s;
+
+    if (!into)
+        return tr__kernel_for(op->info.id)(op, args, out, NULL, results);
+    y = tr__new_result(op->info.name, out, out->device, into);
+    if (!y)
+        return tr_last_status();
+    s = tr_tensor_data(y) == tr_tensor_data(args[0].tensor) ? TR_OK
+                                                             : tr_copy_into(y, args[0].tensor);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+void tr__cuda_kernels_init(struct tr__backend *b)
+{
+    for (int id = 0; id < TR_OP_COUNT; id++) {
+        const struct tr__op *op = tr__op_of(tr_op_get((enum tr_op_id)id));
+        tr__kernel_fn cpu = tr__kernel_for((enum tr_op_id)id);
+
+        b->kernels[id] = NULL;
+        if (op->cuda == TR__TAKES_NONE)
+            continue;
+        if (cpu == tr__k_unary || cpu == tr__k_binary || cpu == tr__k_select3)
+            b->kernels[id] = cuda_k_elementwise;
+        else if (cpu == tr__k_copy)
+            b->kernels[id] = cuda_k_copy;
+        else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
+            b->kernels[id] = cpu;
+    }
+}

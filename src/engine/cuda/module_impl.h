@@ -1,0 +1,15 @@
+/*
+ * module_impl.h - what the files of the CUDA module share: the launchers
+ * that module.cu calls, with the device's stream, once it holds the device.
+ */
+#ifndef TR_CUDA_MODULE_IMPL_H
+#define TR_CUDA_MODULE_IMPL_H
+
+#include <cuda_runtime.h>
+
+#include "cuda_module.h"
+
+/* Queues m on stream; the launch's error, if any. */
+cudaError_t tr__cuda_launch_map(const struct tr_cuda_map *m, cudaStream_t stream);
+
+#endif /* TR_CUDA_MODULE_IMPL_H */

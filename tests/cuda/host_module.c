@@ -1,0 +1,148 @@
+/*
+ * host_module.c - a stand-in for tensorrun-cuda.so that runs on the host,
+ * for the tests of machines without a GPU: "device" memory is the host's,
+ * every copy and kernel is done when it returns, and the kernels are the
+ * module's own element bodies (src/engine/cuda/map_body.h) in a loop.  With
+ * fake_driver.c as libcuda.so.1, the whole CUDA backend of the engine runs
+ * against it: placement, transfers, the device pool, and each kernel's
+ * planning, operands and results (tests/cli/cuda_host.bats).
+ *
+ * TR_HOST_CUDA_FAIL_MALLOC=N makes every allocation after the first N fail,
+ * as a full device would.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_module.h"
+#include "cuda/map_body.h"
+
+static uint64_t marks;
+static long mallocs;
+
+static int device_count(char *err, size_t errsize)
+{
+    (void)err;
+    (void)errsize;
+    return 1;
+}
+
+static void *device_malloc(int device, uint64_t bytes)
+{
+    const char *limit = getenv("TR_HOST_CUDA_FAIL_MALLOC");
+
+    (void)device;
+    if (limit && *limit && mallocs >= atol(limit))
+        return NULL;
+    mallocs++;
+    return malloc(bytes ? bytes : 1);
+}
+
+static void device_free(int device, void *ptr)
+{
+    (void)device;
+    free(ptr);
+}
+
+static void *host_alloc(uint64_t bytes)
+{
+    return malloc(bytes ? bytes : 1);
+}
+
+static int copy(int device, void *dst, const void *src, uint64_t bytes,
+                enum tr_cuda_copy_kind kind, char *err, size_t errsize)
+{
+    (void)device;
+    (void)kind;
+    (void)err;
+    (void)errsize;
+    memmove(dst, src, bytes);
+    return 0;
+}
+
+static int fill(int device, void *dst, int value, uint64_t bytes, char *err, size_t errsize)
+{
+    (void)device;
+    (void)err;
+    (void)errsize;
+    memset(dst, value, bytes);
+    return 0;
+}
+
+static int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int ndim,
+                        const int64_t *shape, const int64_t *strides, char *err, size_t errsize)
+{
+    int64_t n = 1;
+
+    (void)device;
+    if (ndim < 0 || ndim > TR_CUDA_MAX_NDIM) {
+        snprintf(err, errsize, "copy_strided: %d dimensions", ndim);
+        return -1;
+    }
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)dst + i * (int64_t)itemsize,
+               (const char *)src + tr__cuda_offset(ndim, shape, strides, i), itemsize);
+    return 0;
+}
+
+static int map(int device, const struct tr_cuda_map *m, char *err, size_t errsize)
+{
+    int64_t n = 1;
+
+    (void)device;
+    if (m->ndim < 0 || m->ndim > TR_CUDA_MAX_NDIM || m->nin < 1 || m->nin > TR_CUDA_MAX_OPERANDS) {
+        snprintf(err, errsize, "map: %d dimensions, %d operands", m->ndim, m->nin);
+        return -1;
+    }
+    for (int d = 0; d < m->ndim; d++)
+        n *= m->shape[d];
+    for (int64_t i = 0; i < n; i++)
+        tr__cuda_map_one(m, m->code, i);
+    return 0;
+}
+
+static uint64_t mark(int device)
+{
+    (void)device;
+    return ++marks;
+}
+
+static int mark_done(int device, uint64_t m, char *err, size_t errsize)
+{
+    (void)device;
+    (void)m;
+    (void)err;
+    (void)errsize;
+    return 1;
+}
+
+static int mark_wait(int device, uint64_t m, char *err, size_t errsize)
+{
+    (void)device;
+    (void)m;
+    (void)err;
+    (void)errsize;
+    return 0;
+}
+
+static int synchronize(int device, char *err, size_t errsize)
+{
+    (void)device;
+    (void)err;
+    (void)errsize;
+    return 0;
+}
+
+static const struct tr_cuda_module table = {
+    TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
+    copy,               fill,         copy_strided,  map,         mark,       mark_done,
+    mark_wait,          synchronize,
+};
+
+const struct tr_cuda_module *tr_cuda_module_get(int abi);
+const struct tr_cuda_module *tr_cuda_module_get(int abi)
+{
+    return abi == TR_CUDA_MODULE_ABI ? &table : NULL;
+}
