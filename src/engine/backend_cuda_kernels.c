@@ -72,7 +72,7 @@ static tr_status describe(struct tr_cuda_operand *o, const struct tr_tensor *t, 
     o->data = tr_tensor_data(t);
     tr__byte_strides(t, strides);
     for (int d = 0; d < ndim; d++)
-        o->strides[d] = d < lead || t->shape[d - lead] == 1 ? 0 : strides[d - lead];
+        o->strides[d] = d < lead ? 0 : strides[d - lead];
     return TR_OK;
 }
 

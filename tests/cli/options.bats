@@ -130,34 +130,34 @@ inputs: {a: a.npy}
 stages:
   - name: gpu
     device: cuda
-    do: [y = a * 2]
+    do: ["y = cumsum(a, 0)"]
   - name: other
-    do: [z = y + 1]
+    do: [z = sum(y)]
 outputs: {z: z.npy}'
-    # CUDA has no kernel for mul (the cuda column of ops.def), known with or
+    # CUDA has no kernel for cumsum (the cuda column of ops.def), known with or
     # without a GPU: an error at the statement, from validate and the run
     run_tensorrun 3 validate p.yaml
-    [[ "$stderr" == *"p.yaml:7:16: error: stage 'gpu' is to run on cuda:0, which has no kernel for mul"* ]]
+    [[ "$stderr" == *"p.yaml:7:15: error: stage 'gpu' is to run on cuda:0, which has no kernel for cumsum"* ]]
     [[ "$stderr" == *"hint: run it on the CPU: device: cpu in the stage, or device: auto"* ]]
     # the pipeline's own device: cuda places the other stage there too
-    [[ "$stderr" == *"stage 'other' is to run on cuda:0, which has no kernel for add"* ]]
+    [[ "$stderr" == *"stage 'other' is to run on cuda:0, which has no kernel for sum"* ]]
     if [ "$gpu" = no ]; then
         [[ "$stderr" == *"p.yaml:5:11: warning: stage 'gpu' is to run on CUDA"* ]]
         [[ "$stderr" == *"hint: --force-device cpu runs every stage on the CPU"* ]]
     fi
     run_tensorrun 3 p.yaml -q
-    [[ "$stderr" == *"stage 'gpu' is to run on cuda:0, which has no kernel for mul"* ]]
+    [[ "$stderr" == *"stage 'gpu' is to run on cuda:0, which has no kernel for cumsum"* ]]
     [ ! -e z.npy ]
     # --device sets the default only: the stage's own device stays
     run_tensorrun 3 validate p.yaml --device cpu
-    [[ "$stderr" == *"stage 'gpu' is to run on cuda:0, which has no kernel for mul"* ]]
+    [[ "$stderr" == *"stage 'gpu' is to run on cuda:0, which has no kernel for cumsum"* ]]
     [[ "$stderr" != *"stage 'other'"* ]]
     run_tensorrun 0 validate p.yaml --force-device cpu
     [[ "$output" == *'stage 1 "gpu" on cpu'* ]]
     [[ "$output" == *'stage 2 "other" on cpu'* ]]
     [[ "$stderr" != *"warning"* ]]
     run_tensorrun 0 p.yaml -q --force-device cpu
-    "$PY" -c 'import numpy as np; assert (np.load("z.npy") == np.arange(4) * 2 + 1).all()'
+    "$PY" -c 'import numpy as np; assert np.load("z.npy") == np.cumsum(np.arange(4)).sum()'
     run_tensorrun 0 eval 'a * 3' -i a=a.npy --force-device cpu --print
     [[ "$output" == *"[0, 3, 6, 9]"* ]]
 }
@@ -165,9 +165,9 @@ outputs: {z: z.npy}'
 @test "--force-device cuda puts every stage on CUDA" {
     pipeline 'inputs: {a: a.npy}
 stages:
-  - {name: s, device: cpu, do: [y = a * 2]}'
+  - {name: s, device: cpu, do: [y = sum(a)]}'
     run_tensorrun 3 validate p.yaml --force-device cuda:1 -o y=y.npy
-    [[ "$stderr" == *"stage 's' is to run on cuda:1, which has no kernel for mul"* ]]
+    [[ "$stderr" == *"stage 's' is to run on cuda:1, which has no kernel for sum"* ]]
 }
 
 @test "a --memory-limit below 1 MiB is a warning naming what it was read as" {
