@@ -309,6 +309,16 @@ tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn)
     return TR_OK;
 }
 
+tr_status tr__cuda_random(int index, void *dst, enum tr_dtype dtype, bool normal, uint64_t seed,
+                          uint64_t n, const char *fn)
+{
+    char err[256];
+
+    if (cuda_module->random(index, dst, dtype, normal, seed, n, err, sizeof err) != 0)
+        return cuda_failed(fn, index, err);
+    return TR_OK;
+}
+
 /* tr_copy_into on the device: the module's map of no function. */
 static tr_status cuda_convert(int index, void *dst, const int64_t *dst_strides, enum tr_dtype to,
                               const void *src, const int64_t *src_strides, enum tr_dtype from,

@@ -12,6 +12,11 @@
 /* Queues m on device index's stream; errors begin with fn. */
 tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn);
 
+/* Fills n compact values of float dtype at dst on device index with rand
+ * (normal false) or randn of seed; errors begin with fn. */
+tr_status tr__cuda_random(int index, void *dst, enum tr_dtype dtype, bool normal, uint64_t seed,
+                          uint64_t n, const char *fn);
+
 /* Fills in b->kernels: an op has a CUDA kernel exactly when the cuda
  * column of ops.def names dtypes for it. */
 void tr__cuda_kernels_init(struct tr__backend *b);

@@ -9,6 +9,8 @@
  *   operand preparation), then run as one map of the module.
  * - contiguous and clone copy with the backend's gather, or convert into a
  *   destination on the device.
+ * - zeros, ones, full (and _like) store one converted value by a map; rand
+ *   and randn are the module's, on the CPU's own element function.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -147,6 +149,72 @@ static tr_status cuda_k_copy(const struct tr__op *op, const struct tr_arg *args,
     return TR_OK;
 }
 
+/* zeros, ones, full and their _like forms: the value converted to the
+ * result's dtype by tr_copy_into's rules (as on the CPU), then stored in
+ * every element by a map. */
+static tr_status cuda_k_fill(const struct tr__op *op, const struct tr_arg *args,
+                             const struct tr_value *out, const struct tr_dest *dest,
+                             struct tr_tensor **results)
+{
+    enum tr_op_id id = op->info.id;
+    struct tr_arg number = {.value = {.kind = TR_VALUE_INT,
+                                      .integer = id == TR_OP_ONES || id == TR_OP_ONES_LIKE}};
+    bool given = id == TR_OP_FULL || id == TR_OP_FULL_LIKE;
+    struct tr_tensor *value = tr__arg_tensor(given ? &args[1] : &number, out->dtype), *y = NULL;
+    struct tr_cuda_map m = {.code = TR__EW_NONE, .nin = 1, .ndim = out->ndim,
+                            .out_dtype = out->dtype, .in_compute = out->dtype,
+                            .out_compute = out->dtype};
+    tr_status s = value ? TR_OK : tr_last_status();
+
+    for (int d = 0; d < out->ndim; d++)
+        m.shape[d] = out->shape[d];
+    if (s == TR_OK)
+        s = describe(&m.in[0], value, out->ndim, out->device, op->info.name);
+    if (s == TR_OK) {
+        y = tr__new_result(op->info.name, out, out->device, dest_on(dest, out->device));
+        s = y ? TR_OK : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(y) > 0) {
+        m.out = tr_tensor_data_mut(y);
+        tr__byte_strides(y, m.out_strides);
+        s = tr__cuda_map(out->device.index, &m, op->info.name);
+    }
+    tr_release(value);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
+/* rand(shape, seed, dtype) and randn: the bits of the CPU's (philox_math.h). */
+static tr_status cuda_k_random(const struct tr__op *op, const struct tr_arg *args,
+                               const struct tr_value *out, const struct tr_dest *dest,
+                               struct tr_tensor **results)
+{
+    /* a negative seed stands for its two's complement bits */
+    uint64_t seed = (uint64_t)args[1].value.integer;
+    struct tr_tensor *y;
+    tr_status s = TR_OK;
+
+    TR_RETURN_ERROR_IF(!tr_dtype_is_float(out->dtype), TR_ERR_DTYPE, "%s: makes floats, not %s",
+                       op->info.name, tr_dtype_name(out->dtype));
+    y = tr__new_result(op->info.name, out, out->device, dest_on(dest, out->device));
+    if (!y)
+        return tr_last_status();
+    if (tr_tensor_numel(y) > 0)
+        s = tr__cuda_random(out->device.index, tr_tensor_data_mut(y), out->dtype,
+                            op->info.id == TR_OP_RANDN, seed, (uint64_t)tr_tensor_numel(y),
+                            op->info.name);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
 void tr__cuda_kernels_init(struct tr__backend *b)
 {
     for (int id = 0; id < TR_OP_COUNT; id++) {
@@ -160,6 +228,10 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_elementwise;
         else if (cpu == tr__k_copy)
             b->kernels[id] = cuda_k_copy;
+        else if (cpu == tr__k_fill)
+            b->kernels[id] = cuda_k_fill;
+        else if (cpu == tr__k_random)
+            b->kernels[id] = cuda_k_random;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

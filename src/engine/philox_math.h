@@ -58,6 +58,8 @@
 
 #include <Random123/philox.h>
 
+#include "convert_scalar.h" /* the 16-bit floats */
+
 #if defined(__CUDACC__)
 #define TR__PM_FN static inline __host__ __device__
 #else
@@ -270,6 +272,37 @@ TR__PM_FN double tr__randn_f64(uint64_t seed, uint64_t i)
     u1 = (double)((w[0] >> 8) + 1) * 0x1p-24; /* in (0, 1]: ln u1 is finite */
     u2 = (double)(w[1] >> 8) * 0x1p-24;
     return sqrt(-2.0 * tr__pm_log(u1)) * tr__pm_cos_2pi(u2);
+}
+
+/* Element i of rand (normal false) or randn of seed, stored at dst as
+ * dtype (a float dtype). */
+TR__PM_FN void tr__random_store(void *dst, enum tr_dtype dtype, bool normal, uint64_t seed,
+                                uint64_t i)
+{
+    float f;
+    double d;
+    uint16_t h;
+
+    switch (dtype) {
+    case TR_DTYPE_F32:
+        f = normal ? (float)tr__randn_f64(seed, i) : tr__rand_f32(seed, i);
+        memcpy(dst, &f, sizeof f);
+        break;
+    case TR_DTYPE_F64:
+        d = normal ? tr__randn_f64(seed, i) : tr__rand_f64(seed, i);
+        memcpy(dst, &d, sizeof d);
+        break;
+    case TR_DTYPE_F16:
+        h = normal ? tr__f64_to_f16(tr__randn_f64(seed, i))
+                   : tr__f32_to_f16(tr__rand_short(seed, i, 11));
+        memcpy(dst, &h, sizeof h);
+        break;
+    default: /* bf16 */
+        h = normal ? tr__f64_to_bf16(tr__randn_f64(seed, i))
+                   : tr__f32_to_bf16(tr__rand_short(seed, i, 8));
+        memcpy(dst, &h, sizeof h);
+        break;
+    }
 }
 
 #endif /* TR_PHILOX_MATH_H */

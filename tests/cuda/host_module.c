@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_module.h"
 #include "cuda/map_body.h"
+#include "philox_math.h"
 
 static uint64_t marks;
 static long mallocs;
@@ -103,6 +104,22 @@ static int map(int device, const struct tr_cuda_map *m, char *err, size_t errsiz
     return 0;
 }
 
+static int random_values(int device, void *dst, int dtype, int normal, uint64_t seed,
+                         uint64_t n, char *err, size_t errsize)
+{
+    int64_t item = tr__cuda_item(dtype);
+
+    (void)device;
+    if (dtype != TR_DTYPE_F32 && dtype != TR_DTYPE_F64 && dtype != TR_DTYPE_F16 &&
+        dtype != TR_DTYPE_BF16) {
+        snprintf(err, errsize, "random: dtype %d is not a float dtype", dtype);
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        tr__random_store((char *)dst + i * item, (enum tr_dtype)dtype, normal != 0, seed, i);
+    return 0;
+}
+
 static uint64_t mark(int device)
 {
     (void)device;
@@ -137,8 +154,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,               fill,         copy_strided,  map,         mark,       mark_done,
-    mark_wait,          synchronize,
+    copy,               fill,         copy_strided,  map,         random_values, mark,
+    mark_done,          mark_wait,    synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

@@ -33,26 +33,39 @@ static void test_kernel_slots(void)
     const struct tr__backend *cpu = tr__backend_of(TR_DEV_CPU);
     const struct tr__backend *cuda = tr__backend_of(TR_DEV_CUDA);
     const struct tr__backend *fake = tr__backend_of(TR_DEV_FAKE);
-    int cpu_same = 0, cuda_none = 0, fake_like = 0, fake_missing = 0, with_kernel = 0;
-    int cuda_says_no = 0;
+    int cpu_same = 0, cuda_agrees = 0, cuda_kernels = 0, fake_like = 0, fake_missing = 0;
+    int with_kernel = 0, cuda_cpu_kernel_data = 0;
 
     for (int id = 0; id < TR_OP_COUNT; id++) {
         tr__kernel_fn k = tr__kernel_for((enum tr_op_id)id);
         with_kernel += k != NULL;
         cpu_same += cpu->kernels[id] == k &&
                     cpu->supports(cpu, (enum tr_op_id)id, NULL, 0) == (k != NULL);
-        cuda_none += cuda->kernels[id] == NULL;
-        cuda_says_no += !cuda->supports(cuda, (enum tr_op_id)id, NULL, 0);
+        /* the column (supports() of no tensor operand) and the slots agree */
+        cuda_agrees += (cuda->kernels[id] != NULL) == cuda->supports(cuda, (enum tr_op_id)id,
+                                                                     NULL, 0);
+        cuda_kernels += cuda->kernels[id] != NULL;
+        /* a CPU kernel in a CUDA slot only where it never reads the data */
+        cuda_cpu_kernel_data += cuda->kernels[id] && cuda->kernels[id] == k &&
+                                tr_op_get((enum tr_op_id)id)->group_id != TR_GROUP_VIEWS &&
+                                id != TR_OP_TO && id != TR_OP_CAST;
         fake_like += (fake->kernels[id] != NULL) == (k != NULL);
         fake_missing += k != NULL && fake->kernels[id] == NULL;
     }
     is_int(cpu_same, TR_OP_COUNT, "cpu: its slots are kernels.def's (%d ops have one)",
            with_kernel);
-    is_int(cuda_none, TR_OP_COUNT - 1, "cuda: no kernel slot is filled yet but to()'s");
+    is_int(cuda_agrees, TR_OP_COUNT, "cuda: an op has a kernel exactly where the cuda column "
+                                      "names dtypes (%d ops)", cuda_kernels);
     ok(cuda->kernels[TR_OP_TO] == tr__kernel_for(TR_OP_TO) &&
-           cuda->supports(cuda, TR_OP_TO, NULL, 0),
-       "cuda: to() is the backends' copies, the CPU's kernel (the cuda column says ANY)");
-    is_int(cuda_says_no, TR_OP_COUNT - 1, "cuda: supports() says no to every other op");
+           cuda->kernels[TR_OP_RESHAPE] == tr__kernel_for(TR_OP_RESHAPE),
+       "cuda: to() and the views are the CPU's kernels (they only copy through the backend "
+       "or describe memory)");
+    ok(cuda->kernels[TR_OP_ADD] && cuda->kernels[TR_OP_ADD] != tr__kernel_for(TR_OP_ADD) &&
+           cuda->kernels[TR_OP_CLONE] != tr__kernel_for(TR_OP_CLONE),
+       "cuda: the elementwise ops and the copies have kernels of their own");
+    is_int(cuda_cpu_kernel_data, 0, "cuda: no other CUDA slot holds a CPU kernel");
+    ok(!cuda->kernels[TR_OP_SUM] && !cuda->kernels[TR_OP_MATMUL],
+       "cuda: the reductions and matmul have no CUDA kernel yet");
     is_int(fake_missing, 1, "fake: one op the CPU runs is left out");
     ok(fake->kernels[TR_OP_CUMSUM] == NULL && cpu->kernels[TR_OP_CUMSUM] != NULL,
        "fake: the one left out is cumsum");

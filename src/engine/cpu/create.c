@@ -250,29 +250,9 @@ tr_status tr__k_random(const struct tr__op *op, const struct tr_arg *args,
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t first = blk * BLOCK, end = n - first < BLOCK ? n : first + BLOCK;
 
-        for (int64_t i = first; i < end; i++) {
-            uint64_t k = (uint64_t)i;
-            switch (dtype) {
-            case TR_DTYPE_F32:
-                ((float *)(void *)data)[i] =
-                    normal ? (float)tr__randn_f64(seed, k) : tr__rand_f32(seed, k);
-                break;
-            case TR_DTYPE_F64:
-                ((double *)(void *)data)[i] =
-                    normal ? tr__randn_f64(seed, k) : tr__rand_f64(seed, k);
-                break;
-            case TR_DTYPE_F16:
-                ((uint16_t *)(void *)data)[i] =
-                    normal ? tr_f64_to_f16(tr__randn_f64(seed, k))
-                           : tr_f32_to_f16(tr__rand_short(seed, k, 11));
-                break;
-            default: /* bf16 */
-                ((uint16_t *)(void *)data)[i] =
-                    normal ? tr_f64_to_bf16(tr__randn_f64(seed, k))
-                           : tr_f32_to_bf16(tr__rand_short(seed, k, 8));
-                break;
-            }
-        }
+        for (int64_t i = first; i < end; i++)
+            tr__random_store(data + i * (int64_t)tr_dtype_size(dtype), dtype, normal, seed,
+                             (uint64_t)i);
     }
     return finish(t, TR_OK, results);
 }

@@ -87,6 +87,10 @@ struct tr_cuda_module {
                         char *err, size_t errsize);
     /* Queues map m (m itself may go once this returns). */
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
+    /* Fills n compact values of float dtype at dst with rand (normal 0)
+     * or randn of seed, element i as philox_math.h defines it. */
+    int (*random)(int device, void *dst, int dtype, int normal, uint64_t seed, uint64_t n,
+                  char *err, size_t errsize);
     /* A mark after the work issued so far; 0 when none could be made (the
      * stream was waited for instead: everything is done). */
     uint64_t (*mark)(int device);

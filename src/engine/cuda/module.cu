@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include "../tensorrun.h" /* enum tr_dtype */
 #include "module_impl.h"
 
 namespace {
@@ -384,6 +385,25 @@ int map(int device, const tr_cuda_map *m, char *err, size_t errsize)
     return rc == cudaSuccess ? 0 : fail(rc, "the elementwise kernel", err, errsize);
 }
 
+int random(int device, void *dst, int dtype, int normal, uint64_t seed, uint64_t n, char *err,
+           size_t errsize)
+{
+    device_state *d;
+    cudaError_t rc;
+
+    if (dtype != TR_DTYPE_F32 && dtype != TR_DTYPE_F64 && dtype != TR_DTYPE_F16 &&
+        dtype != TR_DTYPE_BF16) {
+        snprintf(err, errsize, "random: dtype %d is not a float dtype", dtype);
+        return -1;
+    }
+    d = take(device, "the random number kernel", err, errsize);
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_random(dst, dtype, normal != 0, seed, n, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "the random number kernel", err, errsize);
+}
+
 int device_synchronize(int device, char *err, size_t errsize)
 {
     device_state *d = take(device, "cudaStreamSynchronize", err, errsize);
@@ -410,8 +430,8 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       map,              device_mark,      device_mark_done,
-    device_mark_wait,   device_synchronize,
+    copy_strided,       map,              random,           device_mark,
+    device_mark_done,   device_mark_wait, device_synchronize,
 };
 
 } /* namespace */
