@@ -12,6 +12,13 @@
 /* Queues m on device index's stream; errors begin with fn. */
 tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn);
 
+/* Queues reduction r on device index; errors begin with fn. */
+tr_status tr__cuda_reduce(int index, const struct tr_cuda_reduce *r, const char *fn);
+
+/* The device pool bytes a reduction of n values into nout outputs takes
+ * besides its result on CUDA: the groups' partials, or 0. */
+uint64_t tr__cuda_reduce_scratch(int64_t nout, int64_t n);
+
 /* Fills n compact values of float dtype at dst on device index with rand
  * (normal false) or randn of seed; errors begin with fn. */
 tr_status tr__cuda_random(int index, void *dst, enum tr_dtype dtype, bool normal, uint64_t seed,

@@ -11,6 +11,8 @@
  *   destination on the device.
  * - zeros, ones, full (and _like) store one converted value by a map; rand
  *   and randn are the module's, on the CPU's own element function.
+ * - sum, mean, max, min, argmax, argmin and norm are the module's reduce,
+ *   over the dimensions and in the compute dtype the CPU's would take.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -21,7 +23,10 @@
 #include <string.h>
 
 #include "cpu/fused_impl.h"
+#include "cpu/reduce_impl.h"
+#include "cuda/reduce_body.h"
 #include "kernels.h"
+#include "scratch_impl.h"
 
 /* A result's destination when it is on the result's device (anything
  * else, the caller copies into). */
@@ -215,6 +220,81 @@ static tr_status cuda_k_random(const struct tr__op *op, const struct tr_arg *arg
     return TR_OK;
 }
 
+uint64_t tr__cuda_reduce_scratch(int64_t nout, int64_t n)
+{
+    int64_t groups = tr__cuda_reduce_groups(n);
+
+    return groups > 1 ? (uint64_t)(nout * groups) * sizeof(struct tr__cuda_acc) : 0;
+}
+
+static enum tr_cuda_reduce_kind reduce_kind(enum tr_op_id id)
+{
+    switch (id) {
+    case TR_OP_MEAN: return TR_CUDA_MEAN;
+    case TR_OP_MAX: return TR_CUDA_MAX;
+    case TR_OP_MIN: return TR_CUDA_MIN;
+    case TR_OP_ARGMAX: return TR_CUDA_ARGMAX;
+    case TR_OP_ARGMIN: return TR_CUDA_ARGMIN;
+    case TR_OP_NORM: return TR_CUDA_NORM;
+    default: return TR_CUDA_SUM;
+    }
+}
+
+/* sum, mean, max, min, argmax, argmin and norm over the dimensions the
+ * CPU's reduction would take, values read in its compute dtype, in the
+ * module's fixed order (cuda/reduce_body.h). */
+static tr_status cuda_k_reduce(const struct tr__op *op, const struct tr_arg *args,
+                               const struct tr_value *out, const struct tr_dest *dest,
+                               struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    const struct tr_tensor *x = args[0].tensor;
+    const struct tr_arg *dim = tr__arg_named(op, args, "dim"), *ord = tr__arg_named(op, args, "ord");
+    struct tr_cuda_reduce r = {.kind = reduce_kind(op->info.id), .x = tr_tensor_data(x),
+                               .x_dtype = x->dtype, .nout = 1, .n = 1,
+                               .ord = ord ? tr__number(&ord->value) : 2,
+                               .out_dtype = out->dtype};
+    struct tr_tensor *y, *partials = NULL;
+    int64_t strides[TR_MAX_DIMS];
+    bool flags[TR_MAX_DIMS];
+    tr_status s;
+
+    TR_FORWARD_IF_ERROR(tr__reduce_flags(op, dim ? &dim->value : NULL, x->ndim, flags));
+    r.in_compute = tr__reduce_compute(op, x->dtype, out->dtype);
+    tr__byte_strides(x, strides);
+    for (int d = 0; d < x->ndim; d++) {
+        if (flags[d]) {
+            r.reduced_shape[r.nreduced] = x->shape[d];
+            r.reduced_strides[r.nreduced++] = strides[d];
+            r.n *= x->shape[d];
+        } else {
+            r.kept_shape[r.nkept] = x->shape[d];
+            r.kept_strides[r.nkept++] = strides[d];
+            r.nout *= x->shape[d];
+        }
+    }
+    TR_RETURN_ERROR_IF((r.kind == TR_CUDA_ARGMAX || r.kind == TR_CUDA_ARGMIN) && r.n == 0 &&
+                           r.nout > 0,
+                       TR_ERR_SHAPE, "%s: the tensor has no elements to take the %s of", name,
+                       name);
+    y = tr__new_result(name, out, out->device, dest_on(dest, out->device));
+    if (!y)
+        return tr_last_status();
+    s = tr__scratch_block(name, tr__cuda_reduce_scratch(r.nout, r.n), out->device, &partials);
+    if (s == TR_OK && r.nout > 0) {
+        r.out = tr_tensor_data_mut(y);
+        r.partials = partials ? tr_tensor_data_mut(partials) : NULL;
+        s = tr__cuda_reduce(out->device.index, &r, name);
+    }
+    tr_release(partials);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
 void tr__cuda_kernels_init(struct tr__backend *b)
 {
     for (int id = 0; id < TR_OP_COUNT; id++) {
@@ -232,6 +312,8 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_fill;
         else if (cpu == tr__k_random)
             b->kernels[id] = cuda_k_random;
+        else if (cpu == tr__k_reduce)
+            b->kernels[id] = cuda_k_reduce;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

@@ -19,8 +19,10 @@
 #include <omp.h>
 #endif
 
+#include "backend_cuda_impl.h"
 #include "cpu/einsum_impl.h"
 #include "cpu/matmul_impl.h"
+#include "cpu/reduce_impl.h"
 #include "kernels.h"
 #include "scratch_impl.h"
 
@@ -240,11 +242,23 @@ static tr_status select3(struct tally *t)
     return TR_OK;
 }
 
-/* tr__k_reduce: the result, then the partials and the tile buffers. */
+/* tr__k_reduce: the result, then the partials and the tile buffers; on
+ * CUDA, the result and its groups' partials (backend_cuda_kernels.c). */
 static tr_status reduction(struct tally *t)
 {
+    const struct tr_value *x = &t->args[0];
     uint64_t partials, tiles;
 
+    if (t->results[0].device.kind == TR_DEV_CUDA) {
+        bool flags[TR_MAX_DIMS];
+        int64_t nout = 1, n = 1;
+        TR_FORWARD_IF_ERROR(tr__reduce_flags(t->op, arg_named(t, "dim"), x->ndim, flags));
+        for (int d = 0; d < x->ndim; d++)
+            *(flags[d] ? &n : &nout) *= x->shape[d];
+        take_result(t, 0);
+        take(t, tr__cuda_reduce_scratch(nout, n));
+        return TR_OK;
+    }
     TR_FORWARD_IF_ERROR(tr__reduce_scratch(t->op, &t->args[0], false, arg_named(t, "dim"),
                                            t->results[0].dtype, t->threads, &partials, &tiles));
     take_result(t, 0);

@@ -20,31 +20,32 @@ setup() {
     export LD_LIBRARY_PATH=$TR_HOST_CUDA/driver${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export TENSORRUN_CUDA_MODULE=$TR_HOST_CUDA/host-module.so
     cd "$BATS_TEST_TMPDIR"
-    "$PY" -c '
-import numpy as np
-v = np.array([0, -0.0, 1, -1, 0.5, -2.5, 3.7, 1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan,
-              65504, 70000, 300, -129, 255, 2**31, 1e20, 0.1, -0.7, 2, 7, 100, -100, 1.5,
-              2.5, -0.5, 1e-3, 12345.678, -3, 4, 0.25, 9, -9, 1/3, 2/3, 0.9, -0.9, 5, 6],
-             dtype=np.float32)
-np.save("x.npy", v.reshape(6, 7))
-np.save("y.npy", np.array([0.5, -1, 0, 2, np.nan, 3, -0.0], dtype=np.float32))'
+    "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" inputs .
 }
 
-@test "cuda (host stand-in): every op of the cuda column, in each dtype it names, gives the CPU's bits" {
+@test "cuda (host stand-in): every op of the cuda column, in each dtype it names, gives the CPU's results" {
     "$TENSORRUN" ops --json > ops.jsonl
     mkdir cpu cuda
-    "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" ops.jsonl cpu cpu > cpu.yaml
-    "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" ops.jsonl cuda cuda > cuda.yaml
-    # every unary and binary op of the column is there, over strided,
-    # broadcast and constant operands
-    [ "$(grep -c ' = ' cuda.yaml)" -gt 1500 ]
+    "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" pipeline ops.jsonl cpu cpu > cpu.yaml
+    "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" pipeline ops.jsonl cuda cuda > cuda.yaml
+    # every op of the column is there, over strided, broadcast and constant
+    # operands; the reductions over one group of threads and several
+    [ "$(grep -c ' = ' cuda.yaml)" -gt 2400 ]
+    for op in exp add where clamp cast full rand randn sum mean norm max argmin; do
+        grep -q "^      - ${op}__" cuda.yaml
+    done
     run_tensorrun 0 validate cuda.yaml
     [[ "$output" == *'stage 1 "ops" on cuda:0:'* ]]
     run_tensorrun 0 cpu.yaml -q
     run_tensorrun 0 cuda.yaml --stats json --stats-file stats.jsonl
     grep -q '"stage":"ops","index":0,"device":"cuda:0"' stats.jsonl
+    # the same bits, but the sums' last ones (their order is the device's)
     run "$PY" "$BATS_TEST_DIRNAME/cuda_ops.py" compare cpu/ops.safetensors cuda/ops.safetensors
     [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # and those are the same every run
+    mv cuda/ops.safetensors cuda/first.safetensors
+    run_tensorrun 0 cuda.yaml -q
+    cmp cuda/ops.safetensors cuda/first.safetensors
 }
 
 @test "cuda (host stand-in): views, copies and casts of device tensors, and values back on the host" {
@@ -93,6 +94,16 @@ g = [x for x in s if x.get("stage") == "s" and x.get("device") == "cuda:0"][0]
 assert g["peak_active_bytes"] == 3 * 4 * 1024 * 1024, g
 ' || { cat stats.jsonl; false; }
     NPY_INPUTS= npy_is b.npy 'np.exp(np.full((1024, 1024), 3, np.float32)) + np.float32(3)'
+    # a sum of 2^20 values takes its 64 groups' partials from the device
+    # pool, as validate says
+    printf '%s\n' 'tensorrun: 1' 'stages:' '  - name: s' '    device: cuda' '    do:' \
+        '      - a = ones([1024, 1024])' '      - t = sum(a)' 'outputs: {t: t.npy}' > r.yaml
+    peaks_match r.yaml
+    run_tensorrun 0 validate r.yaml
+    # a, t's 512-byte block, and 64 partials of 48 bytes
+    [[ "$output" == *"pool on cuda:0: peak 4.0 MiB (4197888 bytes) at %1"* ]]
+    run_tensorrun 0 r.yaml -q
+    NPY_INPUTS= npy_is t.npy 'np.float32(1 << 20)'
 }
 
 @test "cuda (host stand-in): auto puts a large elementwise stage on CUDA; out of device memory it runs again on the CPU" {

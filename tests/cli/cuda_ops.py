@@ -1,15 +1,24 @@
 #!/usr/bin/python3
-"""Writes a pipeline that runs every op of the cuda column, in every dtype
-it names, over awkward values, strided and broadcast operands and
-constants, on the device given (cuda_host.bats runs it on cuda and on cpu
-and compares the bits).
+"""The CUDA kernels against the CPU's: writes the inputs and a pipeline
+that runs every op of the cuda column, in every dtype it names, over
+awkward values, strided and broadcast operands and constants, on the device
+given; then compares the two runs' results (cuda_host.bats on the host
+stand-in, tests/cuda/run on a GPU).
 
-usage: cuda_ops.py OPS_JSONL DEVICE OUTDIR > pipeline.yaml
+usage: cuda_ops.py inputs DIR
+         (x.npy: [6, 7] of awkward values, NaN, infinities and -0 among
+         them; y.npy: [7]; z.npy: [64, 33, 5] and w.npy: [3, 70000] of
+         non-negative values, for the sums)
+       cuda_ops.py pipeline OPS_JSONL DEVICE OUTDIR > pipeline.yaml
        cuda_ops.py compare [--gpu] CPU.safetensors CUDA.safetensors
-         (prints each tensor whose bytes differ; exit 1 if any does.  With
-         --gpu the transcendental ops, whose last bits are CUDA's libm's on
-         a GPU, may be 2 ulp apart in f32 and f64, 1 in f16 and bf16; every
-         other op must match bit for bit)
+         (prints each result outside its bound; exit 1 if any is.  The
+         bound: the same bits, but for the sums (sum, mean, norm), whose
+         order is the device's: 40 ulp in f32 and f64, 2 in f16 and bf16,
+         as the values are non-negative that is log2(n) eps sum|x| for the
+         n here; with --gpu also the transcendental ops, whose last bits
+         are CUDA's libm's: 2 ulp in f32 and f64, 1 in f16 and bf16)
+
+A result's name is OP__VARIANT__DTYPE.
 """
 import json
 import sys
@@ -20,13 +29,116 @@ DTYPES = {
     "f16, bf16, f32, f64": ["f32", "f64", "f16", "bf16"],
     "numbers (not bool)": ["f32", "f64", "f16", "bf16", "i64", "i32", "i8", "u8", "u64"],
 }
-# ops whose operands are not (x) or (a, b), or that are written apart
+# ops written apart, not as op(x) or op(a, b)
 SPECIAL = {"where", "clamp", "cast", "to", "contiguous", "clone"}
 # ops computed with a libm function, CUDA's on a GPU and glibc's on the CPU
 TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin", "cos", "tan",
                   "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
                   "sigmoid", "silu", "erf", "softplus", "elu", "gelu", "pow", "atan2"}
-ULPS = {"F32": 2, "F64": 2, "F16": 1, "BF16": 1}
+TRANSCENDENTAL_ULPS = {"F32": 2, "F64": 2, "F16": 1, "BF16": 1}
+# reductions whose order is the device's
+ACCUMULATED = {"sum", "mean", "norm"}
+ACCUMULATED_ULPS = {"F32": 40, "F64": 40, "F16": 2, "BF16": 2}
+
+
+def write_inputs(d):
+    import numpy as np
+    r = np.random.default_rng(5)
+    v = np.array([0, -0.0, 1, -1, 0.5, -2.5, 3.7, 1e-40, 1e30, -1e30, np.inf, -np.inf, np.nan,
+                  65504, 70000, 300, -129, 255, 2**31, 1e20, 0.1, -0.7, 2, 7, 100, -100, 1.5,
+                  2.5, -0.5, 1e-3, 12345.678, -3, 4, 0.25, 9, -9, 1 / 3, 2 / 3, 0.9, -0.9, 5,
+                  6], dtype=np.float32)
+    np.save(f"{d}/x.npy", v.reshape(6, 7))
+    np.save(f"{d}/y.npy", np.array([0.5, -1, 0, 2, np.nan, 3, -0.0], dtype=np.float32))
+    np.save(f"{d}/z.npy", np.abs(r.standard_normal((64, 33, 5)) * 3).astype(np.float32))
+    np.save(f"{d}/w.npy", np.abs(r.standard_normal((3, 70000))).astype(np.float32))
+
+
+def pipeline(ops_file, device, outdir):
+    ops = {}
+    for line in open(ops_file):
+        op = json.loads(line)
+        ops[op["name"]] = op
+    lines, outputs = [], []
+
+    def bind(op, variant, dt, expr):
+        name = f"{op}__{variant}__{dt}"
+        lines.append(f"      - {name} = {expr}")
+        outputs.append(f"  {name}: {{path: {outdir}/ops.safetensors, key: {name}}}")
+
+    def dtypes(op):
+        return DTYPES.get(ops[op]["cuda"], []) if op in ops else []
+
+    for dt in DTYPES["any dtype"]:
+        # x is [6, 7]; y [7] broadcasts along its rows; a column of x, [6, 1],
+        # and y as [1, 7] broadcast along their dimensions of 1
+        for v in "xyzw":
+            lines.append(f"      - {v}_{dt} = cast({v} * 3, {dt})" if v in "xy" else
+                         f"      - {v}_{dt} = cast({v}, {dt})")
+        bind("cast", "t", dt, f"cast(transpose(x_{dt}, 0, 1), f32)")
+        bind("clone", "t", dt, f"clone(transpose(x_{dt}, 0, 1))")
+        bind("where", "x", dt, f"where(x_{dt}, x_{dt}, y_{dt})")
+        bind("clamp", "c", dt, f"clamp(x_{dt}, 0, 2)")
+        bind("clamp", "t", dt, f"clamp(x_{dt}, y_{dt}, flip(y_{dt}, 0))")
+        bind("clamp", "max", dt, f"clamp(x_{dt}, max=y_{dt})")
+        bind("full", "c", dt, f"full([3, 4], -2.7, dtype={dt})")
+        bind("ones_like", "x", dt, f"ones_like(x_{dt})")
+        bind("zeros_like", "f16", dt, f"zeros_like(y_{dt}, dtype=f16)")
+        bind("full_like", "x", dt, f"full_like(x_{dt}, 1)")
+    for dt in DTYPES["f16, bf16, f32, f64"]:
+        # 4099 values: more than one block of threads, an odd tail
+        bind("rand", "s7", dt, f"rand([4099], seed=7, dtype={dt})")
+        bind("randn", "sneg3", dt, f"randn([4099], seed=-3, dtype={dt})")
+    for op in sorted(ops.values(), key=lambda o: o["name"]):
+        name, group = op["name"], op["group"]
+        if op["cuda"] == "none" or group not in ("unary", "binary") or name in SPECIAL:
+            continue
+        for dt in DTYPES[op["cuda"]]:
+            x, y = f"x_{dt}", f"y_{dt}"
+            if group == "unary":
+                bind(name, "x", dt, f"{name}({x})")
+                bind(name, "t", dt, f"{name}(transpose({x}, 0, 1))")
+            else:
+                bind(name, "xy", dt, f"{name}({x}, {y})")
+                bind(name, "t", dt, f"{name}(transpose({x}, 0, 1), narrow({y}, 0, 1, 6))")
+                bind(name, "b", dt, f"{name}(narrow({x}, 1, 2, 1), unsqueeze({y}, 0))")
+                bind(name, "c", dt, f"{name}({x}, 2)")
+                bind(name, "r", dt, f"{name}(3, {x})")
+    # the reductions: over everything, one dimension, several (kept), a
+    # strided view, and more values than one group of threads takes
+    for op in ("sum", "mean", "norm"):
+        for dt in dtypes(op):
+            z, w = f"z_{dt}", f"w_{dt}"
+            bind(op, "all", dt, f"{op}({z})")
+            bind(op, "d1", dt, f"{op}({z}, dim=1)")
+            bind(op, "d02", dt, f"{op}({z}, dim=[0, 2], keepdim=true)")
+            bind(op, "t", dt, f"{op}(transpose({z}, 0, 2), dim=0)")
+            bind(op, "w1", dt, f"{op}({w}, dim=1)")
+            bind(op, "wall", dt, f"{op}({w})")
+    for dt in dtypes("norm"):
+        bind("norm", "ord1", dt, f"norm(z_{dt}, ord=1, dim=2)")
+        bind("norm", "ord3", dt, f"norm(z_{dt}, ord=3, dim=0)")
+        bind("norm", "inf", dt, f"norm(x_{dt}, ord=inf, dim=1)")
+        bind("norm", "nan", dt, f"norm(x_{dt})")
+    for op in ("max", "min", "argmax", "argmin"):
+        for dt in dtypes(op):
+            x, w = f"x_{dt}", f"w_{dt}"
+            dims = ["dim=0", "dim=1"] if op.startswith("arg") else ["dim=0", "dim=[0, 1]"]
+            bind(op, "d0", dt, f"{op}({x}, {dims[0]})")
+            bind(op, "d1", dt, f"{op}({x}, {dims[1]})")
+            bind(op, "t", dt, f"{op}(transpose({x}, 0, 1), dim=1)")
+            bind(op, "all", dt, f"{op}(narrow({x}, 0, 1, 4))")
+            bind(op, "w1", dt, f"{op}({w}, dim=1)")
+            bind(op, "wall", dt, f"{op}({w})")
+    print("tensorrun: 1")
+    print("inputs: {x: x.npy, y: y.npy, z: z.npy, w: w.npy}")
+    print("stages:")
+    print("  - name: ops")
+    print(f"    device: {device}")
+    print("    do:")
+    print("\n".join(lines))
+    print("outputs:")
+    print("\n".join(outputs))
 
 
 def tensors(path):
@@ -43,21 +155,19 @@ def ulp_distance(dtype, a, b):
     """The largest distance in ulps between the floats of bytes a and b
     (NaN to NaN is 0, NaN to a number infinite)."""
     size = {"F64": 8, "F32": 4}.get(dtype, 2)
+    sign = 1 << (8 * size - 1)
+    exp_mask = {"F64": 0x7ff << 52, "F32": 0xff << 23, "F16": 0x7c00, "BF16": 0x7f80}[dtype]
     worst = 0
     for i in range(0, len(a), size):
         x = int.from_bytes(a[i:i + size], "little")
         y = int.from_bytes(b[i:i + size], "little")
-        sign = 1 << (8 * size - 1)
-        exp_mask = {8: 0x7ff << 52, 4: 0xff << 23, 2: 0}[size]
-        if size == 2:  # f16 or bf16: exponent bits by format
-            exp_mask = 0x7c00 if dtype == "F16" else 0x7f80
-        nan_x = (x & ~sign & exp_mask) == exp_mask and (x & ~sign) != exp_mask
-        nan_y = (y & ~sign & exp_mask) == exp_mask and (y & ~sign) != exp_mask
+        nan_x = (x & exp_mask) == exp_mask and (x & ~sign) != exp_mask
+        nan_y = (y & exp_mask) == exp_mask and (y & ~sign) != exp_mask
         if nan_x or nan_y:
             if nan_x != nan_y:
                 return float("inf")
             continue
-        # sign-magnitude to a line where neighbouring floats are 1 apart
+        # sign and magnitude to a line where neighbouring floats are 1 apart
         ox = -(x & ~sign) if x & sign else x
         oy = -(y & ~sign) if y & sign else y
         worst = max(worst, abs(ox - oy))
@@ -70,15 +180,15 @@ def compare(a_path, b_path, gpu):
     for k in sorted(a.keys() | b.keys()):
         if a.get(k) == b.get(k):
             continue
-        op = k.rsplit("_", 1)[0]
-        for suffix in ("_t", "_b", "_c", "_r"):
-            op = op[:-len(suffix)] if op.endswith(suffix) else op
+        op = k.split("__")[0]
         dtype = a[k][0] if k in a else None
-        if gpu and k in a and k in b and op in TRANSCENDENTAL and dtype in ULPS:
+        bounds = ACCUMULATED_ULPS if op in ACCUMULATED else \
+            TRANSCENDENTAL_ULPS if gpu and op in TRANSCENDENTAL else {}
+        if k in a and k in b and dtype in bounds:
             d = ulp_distance(dtype, a[k][1], b[k][1])
-            if d <= ULPS[dtype]:
+            if d <= bounds[dtype]:
                 continue
-            print(f"{k}: {d} ulp apart (at most {ULPS[dtype]})")
+            print(f"{k}: {d} ulp apart (at most {bounds[dtype]})")
         else:
             print(f"{k}: the bytes differ")
         bad += 1
@@ -86,60 +196,15 @@ def compare(a_path, b_path, gpu):
 
 
 def main():
-    if sys.argv[1] == "compare":
+    if sys.argv[1] == "inputs":
+        write_inputs(sys.argv[2])
+    elif sys.argv[1] == "pipeline":
+        pipeline(*sys.argv[2:5])
+    elif sys.argv[1] == "compare":
         gpu = sys.argv[2] == "--gpu"
         sys.exit(compare(sys.argv[2 + gpu], sys.argv[3 + gpu], gpu))
-    ops_file, device, outdir = sys.argv[1:4]
-    ops = [json.loads(line) for line in open(ops_file)]
-    lines, outputs = [], []
-
-    def bind(name, expr):
-        lines.append(f"      - {name} = {expr}")
-        outputs.append(f"  {name}: {{path: {outdir}/ops.safetensors, key: {name}}}")
-
-    for dt in DTYPES["any dtype"]:
-        # x is [6, 7]; y [7] broadcasts along its rows; a column of x, [6, 1],
-        # and y as [1, 7] broadcast along their dimensions of 1
-        lines.append(f"      - x_{dt} = cast(x * 3, {dt})")
-        lines.append(f"      - y_{dt} = cast(y * 3, {dt})")
-        bind(f"cast_{dt}", f"cast(transpose(x_{dt}, 0, 1), f32)")
-        bind(f"clone_{dt}", f"clone(transpose(x_{dt}, 0, 1))")
-        bind(f"where_{dt}", f"where(x_{dt}, x_{dt}, y_{dt})")
-        bind(f"clamp_{dt}", f"clamp(x_{dt}, 0, 2)")
-        bind(f"clampt_{dt}", f"clamp(x_{dt}, y_{dt}, flip(y_{dt}, 0))")
-        bind(f"clampmax_{dt}", f"clamp(x_{dt}, max=y_{dt})")
-        bind(f"full_{dt}", f"full([3, 4], -2.7, dtype={dt})")
-        bind(f"ones_like_{dt}", f"ones_like(x_{dt})")
-        bind(f"zeros_like_{dt}", f"zeros_like(y_{dt}, dtype=f16)")
-        bind(f"full_like_{dt}", f"full_like(x_{dt}, 1)")
-    for dt in DTYPES["f16, bf16, f32, f64"]:
-        # 4099 values: more than one block of threads, an odd tail
-        bind(f"rand_{dt}", f"rand([4099], seed=7, dtype={dt})")
-        bind(f"randn_{dt}", f"randn([4099], seed=-3, dtype={dt})")
-    for op in ops:
-        name, group = op["name"], op["group"]
-        if op["cuda"] == "none" or group not in ("unary", "binary") or name in SPECIAL:
-            continue
-        for dt in DTYPES[op["cuda"]]:
-            x, y = f"x_{dt}", f"y_{dt}"
-            if group == "unary":
-                bind(f"{name}_{dt}", f"{name}({x})")
-                bind(f"{name}_t_{dt}", f"{name}(transpose({x}, 0, 1))")
-            else:
-                bind(f"{name}_{dt}", f"{name}({x}, {y})")
-                bind(f"{name}_t_{dt}", f"{name}(transpose({x}, 0, 1), narrow({y}, 0, 1, 6))")
-                bind(f"{name}_b_{dt}", f"{name}(narrow({x}, 1, 2, 1), unsqueeze({y}, 0))")
-                bind(f"{name}_c_{dt}", f"{name}({x}, 2)")
-                bind(f"{name}_r_{dt}", f"{name}(3, {x})")
-    print("tensorrun: 1")
-    print("inputs: {x: x.npy, y: y.npy}")
-    print("stages:")
-    print("  - name: ops")
-    print(f"    device: {device}")
-    print("    do:")
-    print("\n".join(lines))
-    print("outputs:")
-    print("\n".join(outputs))
+    else:
+        sys.exit(__doc__)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_module.h"
 #include "cuda/map_body.h"
+#include "cuda/reduce_body.h"
 #include "philox_math.h"
 
 static uint64_t marks;
@@ -104,6 +105,38 @@ static int map(int device, const struct tr_cuda_map *m, char *err, size_t errsiz
     return 0;
 }
 
+static int reduce(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize)
+{
+    int64_t groups = tr__cuda_reduce_groups(r->n);
+    struct tr__cuda_acc p[TR__CUDA_REDUCE_THREADS];
+
+    (void)device;
+    if (groups > 1 && !r->partials) {
+        snprintf(err, errsize, "reduce: no room for the partials");
+        return -1;
+    }
+    /* the GPU's blocks and trees, one after the other */
+    for (int64_t q = 0; q < r->nout * groups; q++) {
+        int64_t o = q / groups, g = q % groups;
+        for (int t = 0; t < TR__CUDA_REDUCE_THREADS; t++)
+            tr__cuda_reduce_thread(r, o, g * TR__CUDA_REDUCE_THREADS + t,
+                                   groups * TR__CUDA_REDUCE_THREADS, &p[t]);
+        for (int s = TR__CUDA_REDUCE_THREADS / 2; s > 0; s >>= 1)
+            for (int t = 0; t < s; t++)
+                tr__cuda_reduce_step(r, p, s, t);
+        if (groups == 1)
+            tr__cuda_reduce_finish(r, &p[0], o);
+        else
+            ((struct tr__cuda_acc *)r->partials)[q] = p[0];
+    }
+    for (int64_t o = 0; groups > 1 && o < r->nout; o++) {
+        struct tr__cuda_acc *part = (struct tr__cuda_acc *)r->partials + o * groups;
+        tr__cuda_reduce_group_tree(r, part, groups);
+        tr__cuda_reduce_finish(r, &part[0], o);
+    }
+    return 0;
+}
+
 static int random_values(int device, void *dst, int dtype, int normal, uint64_t seed,
                          uint64_t n, char *err, size_t errsize)
 {
@@ -154,8 +187,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,               fill,         copy_strided,  map,         random_values, mark,
-    mark_done,          mark_wait,    synchronize,
+    copy,               fill,         copy_strided,  map,         reduce,     random_values,
+    mark,               mark_done,    mark_wait,     synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

@@ -1134,6 +1134,25 @@ tr_status tr__reduce_source(const struct tr__op *op, const struct tr_arg *args,
     return reduce_into(op, args, out, NULL, src, y);
 }
 
+tr_status tr__reduce_flags(const struct tr__op *op, const struct tr_value *dims, int ndim,
+                           bool *flags)
+{
+    struct tr_arg dims_arg;
+
+    memset(&dims_arg, 0, sizeof dims_arg);
+    if (dims)
+        dims_arg.value = *dims;
+    return dims_flags(op->info.name, dims ? &dims_arg : NULL, ndim, flags);
+}
+
+enum tr_dtype tr__reduce_compute(const struct tr__op *op, enum tr_dtype x, enum tr_dtype y)
+{
+    enum tr_dtype in, fin;
+
+    compute_dtypes(kind_of(op->info.id), x, y, &in, &fin);
+    return in;
+}
+
 tr_status tr__reduce_scratch(const struct tr__op *op, const struct tr_value *x, bool source,
                              const struct tr_value *dims, enum tr_dtype y, int threads,
                              uint64_t *partials, uint64_t *tiles)

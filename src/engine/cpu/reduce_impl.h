@@ -243,4 +243,12 @@ static inline void tr__gather_tile(const struct tr__iter *it, const char *base,
     }
 }
 
+/* For the reductions of other backends, by this file's rules: which of
+ * x's ndim dimensions dims (the op's "dim" argument's value, NULL when it
+ * has none) reduces, and the dtype the values are read in for a result of
+ * dtype y. */
+tr_status tr__reduce_flags(const struct tr__op *op, const struct tr_value *dims, int ndim,
+                           bool *flags);
+enum tr_dtype tr__reduce_compute(const struct tr__op *op, enum tr_dtype x, enum tr_dtype y);
+
 #endif /* TR_CPU_REDUCE_IMPL_H */

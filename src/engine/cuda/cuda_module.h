@@ -52,6 +52,40 @@ struct tr_cuda_map {
     struct tr__ew_params params;
 };
 
+/* The reductions of reduce. */
+enum tr_cuda_reduce_kind {
+    TR_CUDA_SUM,
+    TR_CUDA_MEAN,
+    TR_CUDA_MAX,
+    TR_CUDA_MIN,
+    TR_CUDA_ARGMAX,
+    TR_CUDA_ARGMIN,
+    TR_CUDA_NORM
+};
+
+/*
+ * A reduction: output o (of nout, row-major over the kept dimensions)
+ * reduces the n values at x + its kept offset + each reduced offset (byte
+ * strides), read as in_compute by tr_copy_into's rules.  The order is
+ * fixed by n alone (cuda/reduce_body.h), so the bits are the same every
+ * run.  partials holds nout * tr__cuda_reduce_groups(n) accumulators
+ * (struct tr__cuda_acc) when that is more than one per output, else may
+ * be NULL.
+ */
+struct tr_cuda_reduce {
+    int kind;                /* enum tr_cuda_reduce_kind */
+    const void *x;
+    int x_dtype, in_compute;
+    int nkept, nreduced;
+    int64_t kept_shape[TR_CUDA_MAX_NDIM], kept_strides[TR_CUDA_MAX_NDIM];
+    int64_t reduced_shape[TR_CUDA_MAX_NDIM], reduced_strides[TR_CUDA_MAX_NDIM];
+    int64_t nout, n;
+    double ord;              /* norm's */
+    void *out;               /* nout compact values of out_dtype */
+    int out_dtype;
+    void *partials;
+};
+
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
     TR_CUDA_DEVICE_TO_HOST,
@@ -87,6 +121,8 @@ struct tr_cuda_module {
                         char *err, size_t errsize);
     /* Queues map m (m itself may go once this returns). */
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
+    /* Queues reduction r. */
+    int (*reduce)(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize);
     /* Fills n compact values of float dtype at dst with rand (normal 0)
      * or randn of seed, element i as philox_math.h defines it. */
     int (*random)(int device, void *dst, int dtype, int normal, uint64_t seed, uint64_t n,

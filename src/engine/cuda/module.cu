@@ -385,6 +385,24 @@ int map(int device, const tr_cuda_map *m, char *err, size_t errsize)
     return rc == cudaSuccess ? 0 : fail(rc, "the elementwise kernel", err, errsize);
 }
 
+int reduce(int device, const tr_cuda_reduce *r, char *err, size_t errsize)
+{
+    device_state *d;
+    cudaError_t rc;
+
+    if (r->nkept < 0 || r->nkept > TR_CUDA_MAX_NDIM || r->nreduced < 0 ||
+        r->nreduced > TR_CUDA_MAX_NDIM) {
+        snprintf(err, errsize, "reduce: %d and %d dimensions", r->nkept, r->nreduced);
+        return -1;
+    }
+    d = take(device, "the reduction kernel", err, errsize);
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_reduce(r, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "the reduction kernel", err, errsize);
+}
+
 int random(int device, void *dst, int dtype, int normal, uint64_t seed, uint64_t n, char *err,
            size_t errsize)
 {
@@ -430,8 +448,8 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       map,              random,           device_mark,
-    device_mark_done,   device_mark_wait, device_synchronize,
+    copy_strided,       map,              reduce,           random,
+    device_mark,        device_mark_done, device_mark_wait, device_synchronize,
 };
 
 } /* namespace */

@@ -12,6 +12,9 @@
 /* Queues m on stream; the launch's error, if any. */
 cudaError_t tr__cuda_launch_map(const struct tr_cuda_map *m, cudaStream_t stream);
 
+/* Queues reduction r on stream. */
+cudaError_t tr__cuda_launch_reduce(const struct tr_cuda_reduce *r, cudaStream_t stream);
+
 /* Queues n values of rand (normal false) or randn of seed at dst. */
 cudaError_t tr__cuda_launch_random(void *dst, int dtype, bool normal, uint64_t seed, uint64_t n,
                                    cudaStream_t stream);
