@@ -721,6 +721,7 @@ static int run_stage(struct exec *x, size_t s)
         tr_memory_reset_peak(devices[d]);
         tr_memory_stats(devices[d], &before[d]);
     }
+    tr_set_matmul_tf32(st->matmul_high);
     x->fall_device = pst->automatic ? pst->device : TR_CPU;
     x->fall_ooms = before[0].oom_count;
     x->no_fall_back = NULL;

@@ -309,6 +309,15 @@ tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn)
     return TR_OK;
 }
 
+tr_status tr__cuda_matmul(int index, const struct tr_cuda_matmul *p, const char *fn)
+{
+    char err[256];
+
+    if (cuda_module->matmul(index, p, err, sizeof err) != 0)
+        return cuda_failed(fn, index, err);
+    return TR_OK;
+}
+
 tr_status tr__cuda_reduce(int index, const struct tr_cuda_reduce *r, const char *fn)
 {
     char err[256];

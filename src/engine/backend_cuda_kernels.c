@@ -13,6 +13,8 @@
  *   and randn are the module's, on the CPU's own element function.
  * - sum, mean, max, min, argmax, argmin and norm are the module's reduce,
  *   over the dimensions and in the compute dtype the CPU's would take.
+ * - matmul of floats is one cuBLAS strided-batched product, its operands
+ *   copied first only where cuBLAS cannot read them as they lie.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -295,6 +297,159 @@ static tr_status cuda_k_reduce(const struct tr__op *op, const struct tr_arg *arg
     return TR_OK;
 }
 
+/* ----------------------------------------------------------- matmul */
+
+/* o's matrix (rows x cols, element strides rs and cs) as cuBLAS reads it:
+ * row-major or stored transposed; false when it is neither. */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t *ld,
+                        int *trans)
+{
+    if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols)) {
+        *ld = rows == 1 || rs < 1 ? (cols > 1 ? cols : 1) : rs;
+        *trans = 0;
+        return true;
+    }
+    if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows)) {
+        *ld = cols == 1 || cs < 1 ? (rows > 1 ? rows : 1) : cs;
+        *trans = 1;
+        return true;
+    }
+    return false;
+}
+
+bool tr__cuda_mm_plan(const struct tr_value *a, const struct tr_value *b,
+                      const struct tr_value *c, struct tr__cuda_mm *mm)
+{
+    const struct tr_value *ops[2] = {a, b};
+    int nb = c->ndim - (a->ndim >= 2) - (b->ndim >= 2);
+    int64_t batch = 1;
+
+    memset(mm, 0, sizeof *mm);
+    for (int i = 0; i < nb; i++)
+        batch *= c->shape[i];
+    mm->p.dtype = c->dtype;
+    mm->p.batch = batch;
+    for (int w = 0; w < 2; w++) {
+        const struct tr_value *v = ops[w];
+        int64_t strides[TR_MAX_DIMS], rows, cols, rs, cs, ld = 0, stride = 0, inner = 1;
+        int vb = v->ndim > 2 ? v->ndim - 2 : 0, trans = 0;
+        bool linear = true, readable;
+
+        tr__value_strides(v, strides);
+        if (v->ndim >= 2) {
+            rows = v->shape[v->ndim - 2];
+            cols = v->shape[v->ndim - 1];
+            rs = strides[v->ndim - 2];
+            cs = strides[v->ndim - 1];
+        } else if (w == 0) {
+            rows = 1, cols = v->shape[0], rs = 0, cs = strides[0];
+        } else {
+            rows = v->shape[0], cols = 1, rs = strides[0], cs = 0;
+        }
+        /* the batch is one stride over c's batch dimensions flattened */
+        for (int i = nb - 1; i >= 0; i--) {
+            int j = i - (nb - vb);
+            int64_t bs = j >= 0 && v->shape[j] != 1 ? strides[j] : 0;
+            if (c->shape[i] != 1) {
+                if (inner == 1 && stride == 0)
+                    stride = bs;
+                linear = linear && bs == stride * inner;
+            }
+            inner *= c->shape[i];
+        }
+        readable = blas_layout(rows, cols, rs, cs, &ld, &trans) && rs >= 0 && cs >= 0 &&
+                   stride >= 0;
+        if (v->dtype != c->dtype || !readable || !linear) {
+            /* a compact copy of c's dtype: its batch that of c, or none */
+            int nd = 0;
+            uint64_t n = tr_dtype_size(c->dtype);
+            if (vb > 0)
+                for (int i = 0; i < nb; i++)
+                    mm->copy_shape[w][nd++] = c->shape[i];
+            for (int i = v->ndim - (v->ndim >= 2 ? 2 : 1); i < v->ndim; i++)
+                mm->copy_shape[w][nd++] = v->shape[i];
+            for (int i = 0; i < nd; i++)
+                n *= (uint64_t)mm->copy_shape[w][i];
+            mm->copy[w] = true;
+            mm->copy_ndim[w] = nd;
+            mm->copy_bytes[w] = n;
+            ld = cols > 1 ? cols : 1;
+            trans = 0;
+            stride = vb > 0 ? rows * cols : 0;
+        }
+        if (w == 0) {
+            mm->p.m = rows;
+            mm->p.k = cols;
+            mm->p.lda = ld;
+            mm->p.trans_a = trans;
+            mm->p.stride_a = stride;
+        } else {
+            mm->p.n = cols;
+            mm->p.ldb = ld;
+            mm->p.trans_b = trans;
+            mm->p.stride_b = stride;
+        }
+    }
+    return mm->p.m <= INT32_MAX && mm->p.n <= INT32_MAX && mm->p.k <= INT32_MAX &&
+           mm->p.batch <= INT32_MAX && mm->p.lda <= INT32_MAX && mm->p.ldb <= INT32_MAX;
+}
+
+/* matmul of floats: operands where they lie when cuBLAS reads them so,
+ * else compact copies of the result's dtype first; one strided-batched
+ * product. */
+static tr_status cuda_k_matmul(const struct tr__op *op, const struct tr_arg *args,
+                               const struct tr_value *out, const struct tr_dest *dest,
+                               struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    struct tr_value a = tr_value_of(args[0].tensor), b = tr_value_of(args[1].tensor);
+    struct tr_tensor *copies[2] = {NULL, NULL}, *y = NULL;
+    const void *data[2];
+    struct tr__cuda_mm mm;
+    tr_status s = TR_OK;
+
+    TR_RETURN_ERROR_IF(!tr__cuda_mm_plan(&a, &b, out, &mm), TR_ERR_SHAPE,
+                       "%s: a dimension is past what cuBLAS takes (2^31 - 1)", name);
+    for (int w = 0; w < 2 && s == TR_OK; w++) {
+        const struct tr_tensor *t = args[w].tensor;
+        data[w] = tr_tensor_data(t);
+        if (!mm.copy[w])
+            continue;
+        /* t's matrices, their batch expanded to the copy's */
+        struct tr_tensor *view = tr_expand(t, mm.copy_shape[w], mm.copy_ndim[w]);
+        copies[w] = view ? tr__empty(name, out->dtype, mm.copy_ndim[w], mm.copy_shape[w],
+                                     out->device)
+                         : NULL;
+        s = copies[w] ? tr_copy_into(copies[w], view) : tr_last_status();
+        tr_release(view);
+        data[w] = s == TR_OK ? tr_tensor_data(copies[w]) : NULL;
+    }
+    if (s == TR_OK) {
+        y = tr__new_result(name, out, out->device, dest_on(dest, out->device));
+        s = y ? TR_OK : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(y) > 0) {
+        mm.p.a = data[0];
+        mm.p.b = data[1];
+        mm.p.c = tr_tensor_data_mut(y);
+        mm.p.tf32 = tr_matmul_tf32();
+        if (mm.p.k == 0) /* no products to add: zeros */
+            s = tr__device_fill_zero(out->device, mm.p.c,
+                                     (uint64_t)tr_tensor_numel(y) * tr_dtype_size(y->dtype),
+                                     name);
+        else
+            s = tr__cuda_matmul(out->device.index, &mm.p, name);
+    }
+    tr_release(copies[0]);
+    tr_release(copies[1]);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
 void tr__cuda_kernels_init(struct tr__backend *b)
 {
     for (int id = 0; id < TR_OP_COUNT; id++) {
@@ -314,6 +469,8 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_random;
         else if (cpu == tr__k_reduce)
             b->kernels[id] = cuda_k_reduce;
+        else if (id == TR_OP_MATMUL)
+            b->kernels[id] = cuda_k_matmul;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

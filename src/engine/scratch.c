@@ -358,6 +358,15 @@ static tr_status matmul(struct tally *t)
     uint64_t copies[2] = {0, 0};
     int nb = c->ndim - (t->args[0].ndim >= 2) - (t->args[1].ndim >= 2);
 
+    if (c->device.kind == TR_DEV_CUDA) { /* backend_cuda_kernels.c's copies, then the result */
+        struct tr__cuda_mm mm;
+        if (tr__cuda_mm_plan(&t->args[0], &t->args[1], c, &mm)) {
+            take(t, mm.copy_bytes[0]);
+            take(t, mm.copy_bytes[1]);
+        }
+        take_result(t, 0);
+        return TR_OK;
+    }
     if (tr_dtype_is_integer(c->dtype)) {
         take_result(t, 0);
         for (int i = 0; i < 2; i++) {

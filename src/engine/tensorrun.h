@@ -433,6 +433,11 @@ tr_status tr_set_num_threads(int n);
  * worked out at its first use). */
 int tr_num_threads(void);
 
+/* Whether float products may use TF32 on a GPU from now on (a stage's
+ * matmul_precision: high); false at the start.  The CPU never does. */
+void tr_set_matmul_tf32(bool allowed);
+bool tr_matmul_tf32(void);
+
 /* ---------------------------------------------------------------- scopes */
 
 struct tr_scope;

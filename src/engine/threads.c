@@ -2,7 +2,8 @@
  * threads.c - the engine's thread count: one setting that every CPU
  * kernel's parallel region reads (num_threads(tr_num_threads())), so that
  * the count is the engine's and not whatever OpenMP state the calling
- * thread happens to have.
+ * thread happens to have; and the other setting kernels read, whether
+ * products may use TF32.
  */
 #include "engine_impl.h"
 
@@ -59,4 +60,16 @@ int tr_num_threads(void)
         atomic_store(&fallback, n);
     }
     return n;
+}
+
+static atomic_bool tf32;
+
+void tr_set_matmul_tf32(bool allowed)
+{
+    atomic_store(&tf32, allowed);
+}
+
+bool tr_matmul_tf32(void)
+{
+    return atomic_load(&tf32);
 }

@@ -12,10 +12,10 @@ usage: cuda_ops.py inputs DIR
        cuda_ops.py pipeline OPS_JSONL DEVICE OUTDIR > pipeline.yaml
        cuda_ops.py compare [--gpu] CPU.safetensors CUDA.safetensors
          (prints each result outside its bound; exit 1 if any is.  The
-         bound: the same bits, but for the sums (sum, mean, norm), whose
-         order is the device's: 40 ulp in f32 and f64, 2 in f16 and bf16,
-         as the values are non-negative that is log2(n) eps sum|x| for the
-         n here; with --gpu also the transcendental ops, whose last bits
+         bound: the same bits, but for the sums (sum, mean, norm, matmul),
+         whose order is the device's: 40 ulp in f32 and f64, 2 in f16 and
+         bf16, as the values are non-negative that is within log2(n) eps
+         sum|x| (k eps sum|a||b| for a product) for the n and k here; with --gpu also the transcendental ops, whose last bits
          are CUDA's libm's: 2 ulp in f32 and f64, 1 in f16 and bf16)
 
 A result's name is OP__VARIANT__DTYPE.
@@ -37,7 +37,7 @@ TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sin"
                   "sigmoid", "silu", "erf", "softplus", "elu", "gelu", "pow", "atan2"}
 TRANSCENDENTAL_ULPS = {"F32": 2, "F64": 2, "F16": 1, "BF16": 1}
 # reductions whose order is the device's
-ACCUMULATED = {"sum", "mean", "norm"}
+ACCUMULATED = {"sum", "mean", "norm", "matmul"}
 ACCUMULATED_ULPS = {"F32": 40, "F64": 40, "F16": 2, "BF16": 2}
 
 
@@ -120,6 +120,21 @@ def pipeline(ops_file, device, outdir):
         bind("norm", "ord3", dt, f"norm(z_{dt}, ord=3, dim=0)")
         bind("norm", "inf", dt, f"norm(x_{dt}, ord=inf, dim=1)")
         bind("norm", "nan", dt, f"norm(x_{dt})")
+    # products: batched, either operand stored transposed, a batch
+    # broadcast, vectors, a layout cuBLAS cannot read (copied), batches
+    # that do not flatten (copied), mixed dtypes
+    for dt in dtypes("matmul"):
+        z = f"z_{dt}"
+        zt = f"transpose({z}, 1, 2)"
+        bind("matmul", "bt", dt, f"matmul({z}, {zt})")
+        bind("matmul", "at", dt, f"matmul({zt}, {z})")
+        bind("matmul", "bcast", dt, f"matmul({z}, narrow({zt}, 0, 0, 1))")
+        bind("matmul", "vm", dt, f"matmul(narrow(flatten({z}), 0, 0, 33), narrow({z}, 0, 0, 1))")
+        bind("matmul", "mv", dt, f"matmul(narrow({z}, 0, 0, 2), narrow(flatten({z}), 0, 0, 5))")
+        bind("matmul", "flip", dt, f"matmul(flip({z}, 2), {zt})")
+        bind("matmul", "outer", dt, f"matmul(unsqueeze(narrow({z}, 0, 0, 2), 1), "
+                                    f"unsqueeze(narrow({zt}, 0, 0, 3), 0))")
+        bind("matmul", "mixed", dt, f"matmul({z}, cast({zt}, f64))")
     for op in ("max", "min", "argmax", "argmin"):
         for dt in dtypes(op):
             x, w = f"x_{dt}", f"w_{dt}"

@@ -105,6 +105,38 @@ static int map(int device, const struct tr_cuda_map *m, char *err, size_t errsiz
     return 0;
 }
 
+/* Row-major a (m x k) times b (k x n), as cuBLAS would take them, each
+ * sum in f64 and rounded once: a reference, not cuBLAS's bits. */
+static double element(int dtype, const void *base, int64_t at)
+{
+    double v = 0;
+
+    tr__convert_value(&v, TR_DTYPE_F64, (const char *)base + at * tr__cuda_item(dtype),
+                      (enum tr_dtype)dtype);
+    return v;
+}
+
+static int matmul(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize)
+{
+    (void)device;
+    (void)err;
+    (void)errsize;
+    for (int64_t q = 0; q < p->batch; q++)
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                double s = 0;
+                for (int64_t l = 0; l < p->k; l++) {
+                    int64_t ai = q * p->stride_a + (p->trans_a ? i + l * p->lda : i * p->lda + l);
+                    int64_t bi = q * p->stride_b + (p->trans_b ? l + j * p->ldb : l * p->ldb + j);
+                    s += element(p->dtype, p->a, ai) * element(p->dtype, p->b, bi);
+                }
+                tr__convert_value((char *)p->c + ((q * p->m + i) * p->n + j) *
+                                                     tr__cuda_item(p->dtype),
+                                  (enum tr_dtype)p->dtype, &s, TR_DTYPE_F64);
+            }
+    return 0;
+}
+
 static int reduce(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize)
 {
     int64_t groups = tr__cuda_reduce_groups(r->n);
@@ -187,8 +219,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,               fill,         copy_strided,  map,         reduce,     random_values,
-    mark,               mark_done,    mark_wait,     synchronize,
+    copy,               fill,         copy_strided,  map,         matmul,     reduce,
+    random_values,      mark,         mark_done,     mark_wait,  synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

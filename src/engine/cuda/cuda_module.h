@@ -86,6 +86,23 @@ struct tr_cuda_reduce {
     void *partials;
 };
 
+/*
+ * batch row-major products c = a b through cuBLAS: a is m x k, b k x n, c
+ * m x n compact (ldc n, batch stride m * n), all of dtype (f32, f64, f16
+ * or bf16; f16 and bf16 computed in f32).  An operand is row-major
+ * (element (i, j) at i * ld + j) or, trans set, stored transposed (at i +
+ * j * ld); batch strides are in elements, 0 to broadcast.  f32 products
+ * use TF32 only with tf32 set.
+ */
+struct tr_cuda_matmul {
+    int dtype, tf32;
+    int64_t m, n, k, batch;
+    const void *a, *b;
+    int64_t lda, ldb, stride_a, stride_b;
+    int trans_a, trans_b;
+    void *c;
+};
+
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
     TR_CUDA_DEVICE_TO_HOST,
@@ -121,6 +138,8 @@ struct tr_cuda_module {
                         char *err, size_t errsize);
     /* Queues map m (m itself may go once this returns). */
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
+    /* Queues product p. */
+    int (*matmul)(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize);
     /* Queues reduction r. */
     int (*reduce)(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize);
     /* Fills n compact values of float dtype at dst with rand (normal 0)

@@ -385,6 +385,18 @@ int map(int device, const tr_cuda_map *m, char *err, size_t errsize)
     return rc == cudaSuccess ? 0 : fail(rc, "the elementwise kernel", err, errsize);
 }
 
+int matmul(int device, const tr_cuda_matmul *p, char *err, size_t errsize)
+{
+    device_state *d = take(device, "the product", err, errsize);
+    int rc;
+
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_matmul(device, p, d->stream, err, errsize);
+    give(d);
+    return rc;
+}
+
 int reduce(int device, const tr_cuda_reduce *r, char *err, size_t errsize)
 {
     device_state *d;
@@ -448,8 +460,9 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       map,              reduce,           random,
-    device_mark,        device_mark_done, device_mark_wait, device_synchronize,
+    copy_strided,       map,              matmul,           reduce,
+    random,             device_mark,      device_mark_done, device_mark_wait,
+    device_synchronize,
 };
 
 } /* namespace */

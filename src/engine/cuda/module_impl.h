@@ -12,6 +12,10 @@
 /* Queues m on stream; the launch's error, if any. */
 cudaError_t tr__cuda_launch_map(const struct tr_cuda_map *m, cudaStream_t stream);
 
+/* Queues product p on stream; 0, or -1 with a sentence in err. */
+int tr__cuda_launch_matmul(int device, const struct tr_cuda_matmul *p, cudaStream_t stream,
+                           char *err, size_t errsize);
+
 /* Queues reduction r on stream. */
 cudaError_t tr__cuda_launch_reduce(const struct tr_cuda_reduce *r, cudaStream_t stream);
 
