@@ -12,6 +12,9 @@
 /* Queues m on device index's stream; errors begin with fn. */
 tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn);
 
+/* Queues row-wise op w on device index; errors begin with fn. */
+tr_status tr__cuda_rowwise(int index, const struct tr_cuda_rowwise *w, const char *fn);
+
 /* Queues reduction r on device index; errors begin with fn. */
 tr_status tr__cuda_reduce(int index, const struct tr_cuda_reduce *r, const char *fn);
 

@@ -15,6 +15,8 @@
  *   over the dimensions and in the compute dtype the CPU's would take.
  * - matmul of floats is one cuBLAS strided-batched product, its operands
  *   copied first only where cuBLAS cannot read them as they lie.
+ * - softmax, log_softmax, l2_normalize, layer_norm and rms_norm are the
+ *   module's rowwise, the CPU's formulas with f64 sums.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -297,6 +299,85 @@ static tr_status cuda_k_reduce(const struct tr__op *op, const struct tr_arg *arg
     return TR_OK;
 }
 
+/* --------------------------------------------------------- row-wise */
+
+static enum tr_cuda_rowwise_kind rowwise_kind(enum tr_op_id id)
+{
+    switch (id) {
+    case TR_OP_LOG_SOFTMAX: return TR_CUDA_LOG_SOFTMAX;
+    case TR_OP_L2_NORMALIZE: return TR_CUDA_L2_NORMALIZE;
+    case TR_OP_LAYER_NORM: return TR_CUDA_LAYER_NORM;
+    case TR_OP_RMS_NORM: return TR_CUDA_RMS_NORM;
+    default: return TR_CUDA_SOFTMAX;
+    }
+}
+
+/* softmax, log_softmax and l2_normalize along dim, layer_norm and
+ * rms_norm along the last dimension: one block of the module's per line,
+ * the CPU's formulas in its compute dtype, the sums in f64. */
+static tr_status cuda_k_rowwise(const struct tr__op *op, const struct tr_arg *args,
+                                const struct tr_value *out, const struct tr_dest *dest,
+                                struct tr_tensor **results)
+{
+    const char *name = op->info.name;
+    const struct tr_tensor *x = args[0].tensor;
+    const struct tr_arg *dim = tr__arg_named(op, args, "dim"), *eps = tr__arg_named(op, args, "eps");
+    const struct tr_arg *vectors[2] = {tr__arg_named(op, args, "weight"),
+                                       tr__arg_named(op, args, "bias")};
+    struct tr_cuda_rowwise w = {.kind = rowwise_kind(op->info.id), .x = tr_tensor_data(x),
+                                .x_dtype = x->dtype, .y_dtype = out->dtype,
+                                .compute = tr__compute_dtype(out->dtype), .nlines = 1, .len = 1,
+                                .eps = eps ? tr__number(&eps->value) : 0};
+    struct tr_cuda_operand *into[2] = {&w.weight, &w.bias};
+    struct tr_tensor *held[2] = {NULL, NULL}, *y = NULL;
+    int64_t xs[TR_MAX_DIMS], ys[TR_MAX_DIMS];
+    int d = 0;
+    tr_status s = TR_OK;
+
+    if (x->ndim > 0 && dim)
+        s = tr__normalize_dim(name, (int)dim->value.integer, x->ndim, &d);
+    else if (x->ndim > 0)
+        d = x->ndim - 1; /* layer_norm and rms_norm: the last dimension */
+    w.weight.dtype = w.bias.dtype = -1;
+    for (int v = 0; v < 2 && s == TR_OK; v++) {
+        const struct tr_arg *a = vectors[v];
+        if (!a || (a->value.kind == TR_VALUE_NONE && !a->tensor))
+            continue;
+        held[v] = tr__arg_tensor(a, tr_value_dtype(&a->value));
+        s = held[v] ? describe(into[v], held[v], 1, out->device, name) : tr_last_status();
+    }
+    if (s == TR_OK) {
+        y = tr__new_result(name, out, out->device, dest_on(dest, out->device));
+        s = y ? TR_OK : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(y) > 0) {
+        tr__byte_strides(x, xs);
+        tr__byte_strides(y, ys);
+        for (int i = 0; i < x->ndim; i++) {
+            if (i == d) {
+                w.len = x->shape[i];
+                w.x_step = xs[i];
+                w.y_step = ys[i];
+                continue;
+            }
+            w.other_shape[w.nother] = x->shape[i];
+            w.x_strides[w.nother] = xs[i];
+            w.y_strides[w.nother++] = ys[i];
+            w.nlines *= x->shape[i];
+        }
+        w.y = tr_tensor_data_mut(y);
+        s = tr__cuda_rowwise(out->device.index, &w, name);
+    }
+    tr_release(held[0]);
+    tr_release(held[1]);
+    if (s != TR_OK) {
+        tr_release(y);
+        return s;
+    }
+    results[0] = y;
+    return TR_OK;
+}
+
 /* ----------------------------------------------------------- matmul */
 
 /* o's matrix (rows x cols, element strides rs and cs) as cuBLAS reads it:
@@ -471,6 +552,8 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_reduce;
         else if (id == TR_OP_MATMUL)
             b->kernels[id] = cuda_k_matmul;
+        else if (cpu == tr__k_nn)
+            b->kernels[id] = cuda_k_rowwise;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

@@ -274,6 +274,8 @@ static tr_status neural(struct tally *t)
     const struct tr_value *b = arg_named(t, "bias");
 
     take_result(t, 0);
+    if (t->results[0].device.kind == TR_DEV_CUDA)
+        return TR_OK; /* the module's kernel takes no scratch */
     take(t, tr__nn_scratch(t->op, &t->args[0], false, dim ? dim->integer : -1,
                            t->results[0].dtype, w && !is_none(w), b && !is_none(b), t->threads));
     return TR_OK;

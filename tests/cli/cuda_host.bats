@@ -31,7 +31,8 @@ setup() {
     # every op of the column is there, over strided, broadcast and constant
     # operands; the reductions over one group of threads and several
     [ "$(grep -c ' = ' cuda.yaml)" -gt 2400 ]
-    for op in exp add where clamp cast full rand randn sum mean norm max argmin; do
+    for op in exp add where clamp cast full rand randn sum mean norm max argmin matmul \
+        softmax log_softmax l2_normalize layer_norm rms_norm; do
         grep -q "^      - ${op}__" cuda.yaml
     done
     run_tensorrun 0 validate cuda.yaml

@@ -17,6 +17,7 @@
 #include "cuda/cuda_module.h"
 #include "cuda/map_body.h"
 #include "cuda/reduce_body.h"
+#include "cuda/rowwise_body.h"
 #include "philox_math.h"
 
 static uint64_t marks;
@@ -137,6 +138,33 @@ static int matmul(int device, const struct tr_cuda_matmul *p, char *err, size_t 
     return 0;
 }
 
+static int rowwise(int device, const struct tr_cuda_rowwise *w, char *err, size_t errsize)
+{
+    struct tr__cuda_row_acc p[TR__CUDA_ROW_THREADS];
+
+    (void)device;
+    (void)err;
+    (void)errsize;
+    for (int64_t l = 0; w->len > 0 && l < w->nlines; l++) {
+        int64_t xo, yo;
+        double totals[2] = {0, 0}, k[2] = {0, 0};
+        tr__cuda_row_offsets(w, l, &xo, &yo);
+        for (int pass = 0; pass < tr__cuda_row_passes(w); pass++) {
+            double given = pass == 1 ? tr__cuda_row_between(w, totals) : 0;
+            for (int t = 0; t < TR__CUDA_ROW_THREADS; t++)
+                tr__cuda_row_partial(w, (const char *)w->x + xo, pass, given, t, &p[t]);
+            for (int s = TR__CUDA_ROW_THREADS / 2; s > 0; s >>= 1)
+                for (int t = 0; t < s; t++)
+                    tr__cuda_row_merge(w, pass, &p[t], &p[t + s]);
+            totals[pass] = tr__cuda_row_total(w, pass, &p[0]);
+        }
+        tr__cuda_row_finish(w, totals, k);
+        for (int64_t i = 0; i < w->len; i++)
+            tr__cuda_row_result(w, (const char *)w->x + xo, (char *)w->y + yo, i, k);
+    }
+    return 0;
+}
+
 static int reduce(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize)
 {
     int64_t groups = tr__cuda_reduce_groups(r->n);
@@ -219,8 +247,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,               fill,         copy_strided,  map,         matmul,     reduce,
-    random_values,      mark,         mark_done,     mark_wait,  synchronize,
+    copy,               fill,         copy_strided,  map,         matmul,     rowwise,
+    reduce,             random_values, mark,         mark_done,  mark_wait,  synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

@@ -103,6 +103,36 @@ struct tr_cuda_matmul {
     void *c;
 };
 
+/* The ops of rowwise. */
+enum tr_cuda_rowwise_kind {
+    TR_CUDA_SOFTMAX,
+    TR_CUDA_LOG_SOFTMAX,
+    TR_CUDA_L2_NORMALIZE,
+    TR_CUDA_LAYER_NORM,
+    TR_CUDA_RMS_NORM
+};
+
+/*
+ * A row-wise op along one dimension: line l (of nlines, row-major over the
+ * other dimensions) is len values at x + its offset, x_step bytes apart,
+ * read as compute (f32 or f64); its results go to y + its offset, y_step
+ * apart, as y_dtype.  weight and bias (data NULL and dtype -1: none) are
+ * len values, their strides[0] apart.  The sums are in f64, in an order
+ * fixed by len alone (cuda/rowwise_body.h).
+ */
+struct tr_cuda_rowwise {
+    int kind;                /* enum tr_cuda_rowwise_kind */
+    const void *x;
+    void *y;
+    int x_dtype, y_dtype, compute;
+    int nother;
+    int64_t other_shape[TR_CUDA_MAX_NDIM];
+    int64_t x_strides[TR_CUDA_MAX_NDIM], y_strides[TR_CUDA_MAX_NDIM];
+    int64_t nlines, len, x_step, y_step;
+    struct tr_cuda_operand weight, bias;
+    double eps;
+};
+
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
     TR_CUDA_DEVICE_TO_HOST,
@@ -140,6 +170,8 @@ struct tr_cuda_module {
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
     /* Queues product p. */
     int (*matmul)(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize);
+    /* Queues row-wise op w. */
+    int (*rowwise)(int device, const struct tr_cuda_rowwise *w, char *err, size_t errsize);
     /* Queues reduction r. */
     int (*reduce)(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize);
     /* Fills n compact values of float dtype at dst with rand (normal 0)
