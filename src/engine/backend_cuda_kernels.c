@@ -17,6 +17,8 @@
  *   copied first only where cuBLAS cannot read them as they lie.
  * - softmax, log_softmax, l2_normalize, layer_norm and rms_norm are the
  *   module's rowwise, the CPU's formulas with f64 sums.
+ * - gather and index_select are the module's gather, which reports the
+ *   first index out of range.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -299,6 +301,90 @@ static tr_status cuda_k_reduce(const struct tr__op *op, const struct tr_arg *arg
     return TR_OK;
 }
 
+/* ------------------------------------------------ gather, index_select */
+
+/* The value of index operand o at element e of a result of shape. */
+static tr_status index_at(const struct tr_cuda_operand *o, int ndim, const int64_t *shape,
+                          int64_t e, struct tr_device device, int64_t *v)
+{
+    int64_t io = 0;
+    unsigned char raw[8] = {0};
+
+    for (int d = ndim - 1; d >= 0; d--) {
+        io += e % shape[d] * o->strides[d];
+        e /= shape[d];
+    }
+    if (o->data)
+        TR_FORWARD_IF_ERROR(tr__device_download(device, raw, (const char *)o->data + io,
+                                                tr_dtype_size(o->dtype), "gather"));
+    else
+        memcpy(raw, o->value, sizeof raw);
+    tr__convert_value(v, TR_DTYPE_I64, raw, (enum tr_dtype)o->dtype);
+    return TR_OK;
+}
+
+/* gather(x, dim, index) and index_select(x, dim, index): the module's
+ * gather, the index read where it lies; an index out of range is
+ * TR_ERR_INDEX naming the first, as on the CPU, and nothing is kept. */
+static tr_status cuda_k_gather(const struct tr__op *op, const struct tr_arg *args,
+                               const struct tr_value *out, const struct tr_dest *dest,
+                               struct tr_tensor **results)
+{
+    (void)dest; /* its results are its own: the caller copies them */
+    const char *name = op->info.name;
+    const struct tr_tensor *x = args[0].tensor;
+    bool select = op->info.id == TR_OP_INDEX_SELECT;
+    int d = tr__checked_dim(args[1].value.integer, x->ndim);
+    struct tr_cuda_gather g = {.ndim = out->ndim, .dim = d, .from_end = select,
+                               .x = tr_tensor_data(x), .item = (int64_t)tr_dtype_size(x->dtype),
+                               .size = x->ndim ? x->shape[d] : 1};
+    struct tr_tensor *index = tr__arg_tensor(&args[2], TR_DTYPE_I64), *y = NULL, *bad = NULL;
+    uint64_t first_bad = UINT64_MAX;
+    int64_t xs[TR_MAX_DIMS];
+    tr_status s = index ? TR_OK : tr_last_status();
+
+    if (s == TR_OK && select) {
+        /* the 1-d index runs along dim; a 0-d one names one slice */
+        s = describe(&g.index, index, 1, out->device, name);
+        if (s == TR_OK && x->ndim > 0) {
+            int64_t along = g.index.strides[0];
+            memset(g.index.strides, 0, sizeof g.index.strides);
+            g.index.strides[d] = index->ndim ? along : 0;
+        }
+    } else if (s == TR_OK) {
+        s = describe(&g.index, index, out->ndim, out->device, name);
+    }
+    if (s == TR_OK) {
+        y = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
+        s = y ? tr__scratch_block(name, sizeof first_bad, out->device, &bad) : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(y) > 0) {
+        tr__byte_strides(x, xs);
+        for (int i = 0; i < out->ndim; i++) {
+            g.shape[i] = out->shape[i];
+            g.x_strides[i] = x->ndim ? xs[i] : 0;
+        }
+        g.out = tr_tensor_data_mut(y);
+        g.first_bad = tr_tensor_data_mut(bad);
+        s = tr__device_upload(out->device, g.first_bad, &first_bad, sizeof first_bad, name);
+        if (s == TR_OK)
+            s = tr__cuda_gather(out->device.index, &g, name);
+        if (s == TR_OK)
+            s = tr__device_download(out->device, &first_bad, g.first_bad, sizeof first_bad, name);
+        if (s == TR_OK && first_bad != UINT64_MAX) {
+            int64_t v = 0;
+            s = index_at(&g.index, g.ndim, g.shape, (int64_t)first_bad, out->device, &v);
+            if (s == TR_OK)
+                s = tr__set_error(TR_ERR_INDEX,
+                                  "%s: index %lld is out of range for dimension %d of size %lld",
+                                  name, (long long)v, d, (long long)g.size);
+        }
+    }
+    tr_release(bad);
+    tr_release(index);
+    return tr__give_results(&y, 1, s, results);
+}
+
 /* --------------------------------------------------------- row-wise */
 
 static enum tr_cuda_rowwise_kind rowwise_kind(enum tr_op_id id)
@@ -554,6 +640,8 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_matmul;
         else if (cpu == tr__k_nn)
             b->kernels[id] = cuda_k_rowwise;
+        else if (cpu == tr__k_gather || cpu == tr__k_index_select)
+            b->kernels[id] = cuda_k_gather;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

@@ -421,9 +421,15 @@ static tr_status quantile(struct tally *t)
 }
 
 /* gather and index_select: the index as a compact i64 tensor, then the
- * result. */
+ * result; on CUDA, the result and the block where the kernel reports an
+ * index out of range. */
 static tr_status indexed(struct tally *t)
 {
+    if (t->results[0].device.kind == TR_DEV_CUDA) {
+        take_result(t, 0);
+        take(t, sizeof(uint64_t));
+        return TR_OK;
+    }
     uint64_t index = cast_bytes(&t->args[2], TR_DTYPE_I64, TR_DTYPE_I64);
 
     take(t, index);

@@ -129,3 +129,17 @@ assert g["peak_active_bytes"] == 3 * 4 * 1024 * 1024, g
     [[ "$stderr" == *"cuda:0"* ]]
     [ ! -e t.npy ]
 }
+
+@test "cuda (host stand-in): an index out of range is exit 1 naming the first, as on the CPU; nothing is written" {
+    "$PY" -c 'import numpy as np; np.save("i.npy", np.array([[0, 1, 9, 2, -3, 11, 0]] * 6))'
+    for dev in cpu cuda; do
+        printf '%s\n' 'tensorrun: 1' 'inputs: {x: x.npy, i: i.npy}' 'stages:' '  - name: s' \
+            "    device: $dev" '    do: ["y = gather(x, 1, i)"]' 'outputs: {y: out.npy}' > g.yaml
+        run_tensorrun 1 g.yaml
+        [[ "$stderr" == *"gather: index 9 is out of range for dimension 1 of size 7"* ]]
+        [ ! -e out.npy ]
+        sed -i 's/gather(x, 1, i)/index_select(x, 1, narrow(flatten(i), 0, 4, 3))/' g.yaml
+        run_tensorrun 1 g.yaml
+        [[ "$stderr" == *"index_select: index 11 is out of range for dimension 1 of size 7"* ]]
+    done
+}

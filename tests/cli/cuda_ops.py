@@ -8,7 +8,8 @@ stand-in, tests/cuda/run on a GPU).
 usage: cuda_ops.py inputs DIR
          (x.npy: [6, 7] of awkward values, NaN, infinities and -0 among
          them; y.npy: [7]; z.npy: [64, 33, 5] and w.npy: [3, 70000] of
-         non-negative values, for the sums)
+         non-negative values, for the sums; g.npy: 0 .. 41 as [6, 7] i64,
+         for indices)
        cuda_ops.py pipeline OPS_JSONL DEVICE OUTDIR > pipeline.yaml
        cuda_ops.py compare [--gpu] CPU.safetensors CUDA.safetensors
          (prints each result outside its bound; exit 1 if any is.  The
@@ -60,6 +61,7 @@ def write_inputs(d):
     np.save(f"{d}/y.npy", np.array([0.5, -1, 0, 2, np.nan, 3, -0.0], dtype=np.float32))
     np.save(f"{d}/z.npy", np.abs(r.standard_normal((64, 33, 5)) * 3).astype(np.float32))
     np.save(f"{d}/w.npy", np.abs(r.standard_normal((3, 70000))).astype(np.float32))
+    np.save(f"{d}/g.npy", np.arange(42, dtype=np.int64).reshape(6, 7))
 
 
 def pipeline(ops_file, device, outdir):
@@ -143,6 +145,19 @@ def pipeline(ops_file, device, outdir):
         bind("matmul", "outer", dt, f"matmul(unsqueeze(narrow({z}, 0, 0, 2), 1), "
                                     f"unsqueeze(narrow({zt}, 0, 0, 3), 0))")
         bind("matmul", "mixed", dt, f"matmul({z}, cast({zt}, f64))")
+    # selection: an index of any integer dtype, negative ones counting from
+    # the end for index_select, strided operands
+    for dt in dtypes("gather"):
+        x = f"x_{dt}"
+        bind("gather", "d1", dt, f"gather({x}, 1, g % 7)")
+        bind("gather", "d0", dt, f"gather({x}, 0, cast(narrow(g, 0, 0, 3) % 6, u8))")
+        bind("gather", "t", dt, f"gather(transpose({x}, 0, 1), 0, reshape(g, [7, 6]) % 6)")
+    for dt in dtypes("index_select"):
+        x = f"x_{dt}"
+        gf = "flatten(g)"
+        bind("index_select", "d1", dt, f"index_select({x}, 1, flip(narrow({gf}, 0, 0, 5), 0))")
+        bind("index_select", "neg", dt, f"index_select({x}, 0, cast(narrow({gf}, 0, 0, 6) - 6, i16))")
+        bind("index_select", "t", dt, f"index_select(transpose({x}, 0, 1), 1, narrow({gf}, 0, 0, 3))")
     # row-wise: along each dimension, lines longer than a block of threads,
     # NaN and infinities, a weight and a bias
     for dt in dtypes("softmax"):
@@ -171,7 +186,7 @@ def pipeline(ops_file, device, outdir):
             bind(op, "w1", dt, f"{op}({w}, dim=1)")
             bind(op, "wall", dt, f"{op}({w})")
     print("tensorrun: 1")
-    print("inputs: {x: x.npy, y: y.npy, z: z.npy, w: w.npy}")
+    print("inputs: {x: x.npy, y: y.npy, z: z.npy, w: w.npy, g: g.npy}")
     print("stages:")
     print("  - name: ops")
     print(f"    device: {device}")

@@ -138,6 +138,21 @@ static int matmul(int device, const struct tr_cuda_matmul *p, char *err, size_t 
     return 0;
 }
 
+static int gather(int device, const struct tr_cuda_gather *g, char *err, size_t errsize)
+{
+    int64_t n = 1;
+
+    (void)device;
+    (void)err;
+    (void)errsize;
+    for (int d = 0; d < g->ndim; d++)
+        n *= g->shape[d];
+    for (int64_t e = 0; e < n; e++)
+        if (!tr__cuda_gather_one(g, e) && (uint64_t)e < *g->first_bad)
+            *g->first_bad = (uint64_t)e;
+    return 0;
+}
+
 static int rowwise(int device, const struct tr_cuda_rowwise *w, char *err, size_t errsize)
 {
     struct tr__cuda_row_acc p[TR__CUDA_ROW_THREADS];
@@ -247,8 +262,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,               fill,         copy_strided,  map,         matmul,     rowwise,
-    reduce,             random_values, mark,         mark_done,  mark_wait,  synchronize,
+    copy,          fill,          copy_strided, map,       matmul, gather, rowwise,
+    reduce,        random_values, mark,         mark_done, mark_wait, synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

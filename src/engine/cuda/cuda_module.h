@@ -133,6 +133,25 @@ struct tr_cuda_rowwise {
     double eps;
 };
 
+/*
+ * gather and index_select: element e of the compact result (shape, row-
+ * major) is x's element at its coordinates, but along dim the index's
+ * value there (index: strides in the result's shape; any integer dtype).
+ * An index outside [0, size) (from_end: [-size, size), a negative one
+ * counting from the end) stores nothing and lowers *first_bad (device
+ * memory, UINT64_MAX before) to e, so that the caller can name the first.
+ */
+struct tr_cuda_gather {
+    int ndim, dim, from_end;
+    int64_t shape[TR_CUDA_MAX_NDIM];
+    const void *x;
+    int64_t x_strides[TR_CUDA_MAX_NDIM]; /* bytes */
+    int64_t item, size;
+    void *out;
+    struct tr_cuda_operand index;
+    uint64_t *first_bad;
+};
+
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
     TR_CUDA_DEVICE_TO_HOST,
@@ -170,6 +189,8 @@ struct tr_cuda_module {
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
     /* Queues product p. */
     int (*matmul)(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize);
+    /* Queues gather g. */
+    int (*gather)(int device, const struct tr_cuda_gather *g, char *err, size_t errsize);
     /* Queues row-wise op w. */
     int (*rowwise)(int device, const struct tr_cuda_rowwise *w, char *err, size_t errsize);
     /* Queues reduction r. */

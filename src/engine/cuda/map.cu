@@ -4,7 +4,8 @@
  * tr__cuda_map_one (map_body.h), the code a constant of the kernel so that
  * the entry's function is inlined.  Results whose operands are all compact
  * in the result's order (or broadcast values) take the path without the
- * per-dimension offset arithmetic.
+ * per-dimension offset arithmetic.  gather and index_select are a map of
+ * their own: an element each, tr__cuda_gather_one.
  */
 #include <cuda_runtime.h>
 
@@ -59,7 +60,32 @@ void launch(const tr_cuda_map &m, int64_t n, cudaStream_t stream)
     map_kernel<CODE><<<(unsigned)blocks, threads, 0, stream>>>(m, n);
 }
 
+__global__ void gather_kernel(tr_cuda_gather g, int64_t n)
+{
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x)
+        if (!tr__cuda_gather_one(&g, e))
+            atomicMin((unsigned long long *)g.first_bad, (unsigned long long)e);
+}
+
 } /* namespace */
+
+cudaError_t tr__cuda_launch_gather(const tr_cuda_gather *g, cudaStream_t stream)
+{
+    int threads = 256;
+    int64_t n = 1, blocks;
+
+    for (int d = 0; d < g->ndim; d++)
+        n *= g->shape[d];
+    if (n == 0)
+        return cudaSuccess;
+    blocks = (n + threads - 1) / threads;
+    if (blocks > 65535 * 16)
+        blocks = 65535 * 16;
+    cudaGetLastError(); /* so that what follows the launch is its own error */
+    gather_kernel<<<(unsigned)blocks, threads, 0, stream>>>(*g, n);
+    return cudaGetLastError();
+}
 
 cudaError_t tr__cuda_launch_map(const tr_cuda_map *m, cudaStream_t stream)
 {

@@ -116,4 +116,29 @@ TR_HD static inline void tr__cuda_map_one(const struct tr_cuda_map *m, int code,
                       (enum tr_dtype)m->out_dtype, &r, (enum tr_dtype)m->out_compute);
 }
 
+/* Element e of gather g: copied, or false when its index is out of range
+ * (nothing stored). */
+TR_HD static inline bool tr__cuda_gather_one(const struct tr_cuda_gather *g, int64_t e)
+{
+    int64_t rest = e, xo = 0, io = 0, iv = 0, coord[TR_CUDA_MAX_NDIM];
+    const void *src;
+
+    for (int d = g->ndim - 1; d >= 0; d--) {
+        coord[d] = rest % g->shape[d];
+        rest /= g->shape[d];
+        io += coord[d] * g->index.strides[d];
+    }
+    src = g->index.data ? (const void *)((const char *)g->index.data + io)
+                        : (const void *)g->index.value;
+    tr__convert_value(&iv, TR_DTYPE_I64, src, (enum tr_dtype)g->index.dtype);
+    if (iv < (g->from_end ? -g->size : 0) || iv >= g->size)
+        return false;
+    if (iv < 0)
+        iv += g->size;
+    for (int d = 0; d < g->ndim; d++)
+        xo += (d == g->dim ? iv : coord[d]) * g->x_strides[d];
+    memcpy((char *)g->out + e * g->item, (const char *)g->x + xo, (size_t)g->item);
+    return true;
+}
+
 #endif /* TR_CUDA_MAP_BODY_H */

@@ -397,6 +397,23 @@ int matmul(int device, const tr_cuda_matmul *p, char *err, size_t errsize)
     return rc;
 }
 
+int gather(int device, const tr_cuda_gather *g, char *err, size_t errsize)
+{
+    device_state *d;
+    cudaError_t rc;
+
+    if (g->ndim < 0 || g->ndim > TR_CUDA_MAX_NDIM) {
+        snprintf(err, errsize, "gather: %d dimensions", g->ndim);
+        return -1;
+    }
+    d = take(device, "the gather kernel", err, errsize);
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_gather(g, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "the gather kernel", err, errsize);
+}
+
 int rowwise(int device, const tr_cuda_rowwise *w, char *err, size_t errsize)
 {
     device_state *d;
@@ -477,9 +494,9 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       map,              matmul,           rowwise,
-    reduce,             random,           device_mark,      device_mark_done,
-    device_mark_wait,   device_synchronize,
+    copy_strided,       map,              matmul,           gather,
+    rowwise,            reduce,           random,           device_mark,
+    device_mark_done,   device_mark_wait, device_synchronize,
 };
 
 } /* namespace */
