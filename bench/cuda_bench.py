@@ -15,10 +15,12 @@ Each figure is a ratio, printed with the two times it comes from:
   matmul    8192^3 f32 (no TF32 on either side), against torch.matmul:
             within 10%
 
-A tensorrun time is the difference between a stage that does the op R
+A tensorrun time is the difference between a stage that does the op R (40)
 times and one that does it once, divided by R - 1, so that neither
 start-up, transfers nor the final copy to the host count; each stage ends
-with a value copied to the host, which waits for the device.  Needs
+with a value copied to the host, which waits for the device.  Each run is
+the best of 3; a difference that is not positive is reported as a failed
+measurement, not as a ratio.  Needs
 PyTorch with CUDA; exits 77 without a GPU.
 """
 import json
@@ -28,7 +30,7 @@ import sys
 import tempfile
 import time
 
-REPEAT = 6
+REPEAT = 40
 
 
 def run_seconds(tensorrun, work, text):
@@ -54,9 +56,10 @@ def stage_seconds(tensorrun, work, make, step, repeat):
 
 
 def per_op(tensorrun, work, make, step):
+    """Seconds per op, or None when the runs' difference is not positive."""
     one = stage_seconds(tensorrun, work, make, step, 1)
     many = stage_seconds(tensorrun, work, make, step, REPEAT)
-    return max(many - one, 1e-9) / (REPEAT - 1)
+    return (many - one) / (REPEAT - 1) if many > one else None
 
 
 def torch_seconds(fn, torch):
@@ -71,10 +74,14 @@ def torch_seconds(fn, torch):
     return best
 
 
-def report(name, ours, theirs, target, higher_is_better=True):
-    ratio = theirs / ours if higher_is_better else ours / theirs
+def report(name, ours, theirs, target):
+    """One line: the times, and the peer's time over ours (higher is better)."""
+    if ours is None or ours <= 0:
+        print(json.dumps({"bench": name, "failed": "the runs' difference was not positive",
+                          "peer_s": round(theirs, 6), "target": target}))
+        return
     print(json.dumps({"bench": name, "tensorrun_s": round(ours, 6), "peer_s": round(theirs, 6),
-                      "ratio": round(ratio, 3), "target": target}))
+                      "ratio": round(theirs / ours, 3), "target": target}))
 
 
 def main():
@@ -102,6 +109,7 @@ def main():
     # the run that moves 4 GiB less the one that moves 4 KiB: the copy alone
     ours = run_seconds(tensorrun, work, up % "big.npy") - run_seconds(tensorrun, work,
                                                                       up % "small.npy")
+    ours = ours if ours > 0 else None
     pinned = torch.ones(n, dtype=torch.float32).pin_memory()
     theirs = torch_seconds(lambda: pinned.to(dev, non_blocking=True), torch)
     report("h2d 4 GiB mapped vs pinned", ours, theirs, ">= 0.8")

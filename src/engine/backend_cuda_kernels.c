@@ -323,6 +323,16 @@ static tr_status index_at(const struct tr_cuda_operand *o, int ndim, const int64
     return TR_OK;
 }
 
+/* A number argument as a 0-d tensor of its own dtype on device. */
+static struct tr_tensor *upload_number(const struct tr_arg *arg, struct tr_device device)
+{
+    struct tr_tensor *host = tr__arg_tensor(arg, tr_value_dtype(&arg->value));
+    struct tr_tensor *t = host ? tr_to(host, device) : NULL;
+
+    tr_release(host);
+    return t;
+}
+
 /* gather(x, dim, index) and index_select(x, dim, index): the module's
  * gather, the index read where it lies; an index out of range is
  * TR_ERR_INDEX naming the first, as on the CPU, and nothing is kept. */
@@ -332,31 +342,40 @@ static tr_status cuda_k_gather(const struct tr__op *op, const struct tr_arg *arg
 {
     (void)dest; /* its results are its own: the caller copies them */
     const char *name = op->info.name;
-    const struct tr_tensor *x = args[0].tensor;
     bool select = op->info.id == TR_OP_INDEX_SELECT;
-    int d = tr__checked_dim(args[1].value.integer, x->ndim);
-    struct tr_cuda_gather g = {.ndim = out->ndim, .dim = d, .from_end = select,
-                               .x = tr_tensor_data(x), .item = (int64_t)tr_dtype_size(x->dtype),
-                               .size = x->ndim ? x->shape[d] : 1};
-    struct tr_tensor *index = tr__arg_tensor(&args[2], TR_DTYPE_I64), *y = NULL, *bad = NULL;
+    /* the device of the tensor operands (out's says the CPU for a number x) */
+    struct tr_device device = (args[0].tensor ? args[0].tensor : args[2].tensor)->storage->device;
+    /* x a number: its 0-d tensor moved to the device (one block) */
+    struct tr_tensor *x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
+                                         : upload_number(&args[0], device);
+    int d = x ? tr__checked_dim(args[1].value.integer, x->ndim) : 0;
+    struct tr_cuda_gather g = {.ndim = out->ndim, .dim = d, .from_end = select};
+    struct tr_tensor *index = x ? tr__arg_tensor(&args[2], TR_DTYPE_I64) : NULL, *y = NULL;
+    struct tr_tensor *bad = NULL;
     uint64_t first_bad = UINT64_MAX;
     int64_t xs[TR_MAX_DIMS];
     tr_status s = index ? TR_OK : tr_last_status();
 
+    if (s == TR_OK) {
+        g.x = tr_tensor_data(x);
+        g.item = (int64_t)tr_dtype_size(x->dtype);
+        g.size = x->ndim ? x->shape[d] : 1;
+    }
+
     if (s == TR_OK && select) {
         /* the 1-d index runs along dim; a 0-d one names one slice */
-        s = describe(&g.index, index, 1, out->device, name);
+        s = describe(&g.index, index, 1, device, name);
         if (s == TR_OK && x->ndim > 0) {
             int64_t along = g.index.strides[0];
             memset(g.index.strides, 0, sizeof g.index.strides);
             g.index.strides[d] = index->ndim ? along : 0;
         }
     } else if (s == TR_OK) {
-        s = describe(&g.index, index, out->ndim, out->device, name);
+        s = describe(&g.index, index, out->ndim, device, name);
     }
     if (s == TR_OK) {
-        y = tr__empty(name, out->dtype, out->ndim, out->shape, out->device);
-        s = y ? tr__scratch_block(name, sizeof first_bad, out->device, &bad) : tr_last_status();
+        y = tr__empty(name, out->dtype, out->ndim, out->shape, device);
+        s = y ? tr__scratch_block(name, sizeof first_bad, device, &bad) : tr_last_status();
     }
     if (s == TR_OK && tr_tensor_numel(y) > 0) {
         tr__byte_strides(x, xs);
@@ -366,14 +385,14 @@ static tr_status cuda_k_gather(const struct tr__op *op, const struct tr_arg *arg
         }
         g.out = tr_tensor_data_mut(y);
         g.first_bad = tr_tensor_data_mut(bad);
-        s = tr__device_upload(out->device, g.first_bad, &first_bad, sizeof first_bad, name);
+        s = tr__device_upload(device, g.first_bad, &first_bad, sizeof first_bad, name);
         if (s == TR_OK)
-            s = tr__cuda_gather(out->device.index, &g, name);
+            s = tr__cuda_gather(device.index, &g, name);
         if (s == TR_OK)
-            s = tr__device_download(out->device, &first_bad, g.first_bad, sizeof first_bad, name);
+            s = tr__device_download(device, &first_bad, g.first_bad, sizeof first_bad, name);
         if (s == TR_OK && first_bad != UINT64_MAX) {
             int64_t v = 0;
-            s = index_at(&g.index, g.ndim, g.shape, (int64_t)first_bad, out->device, &v);
+            s = index_at(&g.index, g.ndim, g.shape, (int64_t)first_bad, device, &v);
             if (s == TR_OK)
                 s = tr__set_error(TR_ERR_INDEX,
                                   "%s: index %lld is out of range for dimension %d of size %lld",
@@ -382,6 +401,7 @@ static tr_status cuda_k_gather(const struct tr__op *op, const struct tr_arg *arg
     }
     tr_release(bad);
     tr_release(index);
+    tr_release(x);
     return tr__give_results(&y, 1, s, results);
 }
 

@@ -229,6 +229,15 @@ TR_HD static inline void tr__convert_value(void *dst, enum tr_dtype to, const vo
     int64_t i = 0;
     double f = 0;
 
+    /* the same dtype: the bits as they are, as the CPU's copies keep them
+     * (through double, a GPU would make every NaN its one NaN) */
+    if (from == to) {
+        memcpy(dst, src, to == TR_DTYPE_F64 || to == TR_DTYPE_I64 || to == TR_DTYPE_U64 ? 8
+                         : to == TR_DTYPE_F32 || to == TR_DTYPE_I32 || to == TR_DTYPE_U32 ? 4
+                         : to == TR_DTYPE_BOOL || to == TR_DTYPE_U8 || to == TR_DTYPE_I8 ? 1
+                                                                                          : 2);
+        return;
+    }
     switch (from) {
 #define TR__CV_LOAD(E, T, LOAD, K, V)                                        \
     case TR_DTYPE_##E: {                                                     \

@@ -426,6 +426,9 @@ static tr_status quantile(struct tally *t)
 static tr_status indexed(struct tally *t)
 {
     if (t->results[0].device.kind == TR_DEV_CUDA) {
+        /* a number x goes up as a 0-d tensor first */
+        if (!is_tensor(&t->args[0]))
+            take(t, tr_dtype_size(t->results[0].dtype));
         take_result(t, 0);
         take(t, sizeof(uint64_t));
         return TR_OK;

@@ -143,3 +143,13 @@ assert g["peak_active_bytes"] == 3 * 4 * 1024 * 1024, g
         [[ "$stderr" == *"index_select: index 11 is out of range for dimension 1 of size 7"* ]]
     done
 }
+
+@test "cuda (host stand-in): test_device's GPU part (transfers, the pinned ring, deferred frees) passes" {
+    unit=$TR_HOST_CUDA/../unit/test_device
+    [ -x "$unit" ] || skip "tests/unit/test_device is not built"
+    run "$unit"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" != *"not ok"* ]]
+    [[ "$output" == *"ok 34 - gpu: nothing pending once the work is done, the cache released"* ]]
+    [[ "$output" == *"gpu: 21 MiB of borrowed memory goes up through the pinned ring"* ]]
+}

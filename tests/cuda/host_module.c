@@ -7,12 +7,22 @@
  * against it: placement, transfers, the device pool, and each kernel's
  * planning, operands and results (tests/cli/cuda_host.bats).
  *
+ * Device memory is a memfd mapped twice: the engine is handed an address
+ * that the process cannot touch (PROT_NONE), and the stand-in's copies and
+ * kernels work through the other, readable mapping.  So a host read or
+ * write of device memory, which on a GPU would read garbage or crash,
+ * crashes here too.
+ *
  * TR_HOST_CUDA_FAIL_MALLOC=N makes every allocation after the first N fail,
  * as a full device would.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cuda/cuda_module.h"
 #include "cuda/map_body.h"
@@ -22,6 +32,34 @@
 
 static uint64_t marks;
 static long mallocs;
+
+/* Each allocation: the address the engine has, and the one that works. */
+struct region {
+    char *device, *host;
+    uint64_t bytes;
+};
+
+#define MAX_REGIONS 4096
+static struct region regions[MAX_REGIONS];
+static int nregions;
+static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The readable address of device address p (p itself when it is the
+ * host's). */
+static void *H(const void *p)
+{
+    const char *c = p;
+    void *out = (void *)(uintptr_t)p;
+
+    pthread_mutex_lock(&regions_lock);
+    for (int i = 0; c && i < nregions; i++)
+        if (c >= regions[i].device && c < regions[i].device + regions[i].bytes) {
+            out = regions[i].host + (c - regions[i].device);
+            break;
+        }
+    pthread_mutex_unlock(&regions_lock);
+    return out;
+}
 
 static int device_count(char *err, size_t errsize)
 {
@@ -33,18 +71,48 @@ static int device_count(char *err, size_t errsize)
 static void *device_malloc(int device, uint64_t bytes)
 {
     const char *limit = getenv("TR_HOST_CUDA_FAIL_MALLOC");
+    size_t size = bytes ? bytes : 1;
+    void *host = MAP_FAILED, *dev = MAP_FAILED;
+    int fd;
 
     (void)device;
     if (limit && *limit && mallocs >= atol(limit))
         return NULL;
+    fd = memfd_create("tensorrun-host-cuda", 0);
+    if (fd < 0)
+        return NULL;
+    if (ftruncate(fd, (off_t)size) == 0) {
+        host = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        dev = mmap(NULL, size, PROT_NONE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    pthread_mutex_lock(&regions_lock);
+    if (host == MAP_FAILED || dev == MAP_FAILED || nregions == MAX_REGIONS) {
+        pthread_mutex_unlock(&regions_lock);
+        if (host != MAP_FAILED)
+            munmap(host, size);
+        if (dev != MAP_FAILED)
+            munmap(dev, size);
+        return NULL;
+    }
+    regions[nregions++] = (struct region){dev, host, size};
     mallocs++;
-    return malloc(bytes ? bytes : 1);
+    pthread_mutex_unlock(&regions_lock);
+    return dev;
 }
 
 static void device_free(int device, void *ptr)
 {
     (void)device;
-    free(ptr);
+    pthread_mutex_lock(&regions_lock);
+    for (int i = 0; i < nregions; i++)
+        if (regions[i].device == ptr) {
+            munmap(regions[i].host, regions[i].bytes);
+            munmap(regions[i].device, regions[i].bytes);
+            regions[i] = regions[--nregions];
+            break;
+        }
+    pthread_mutex_unlock(&regions_lock);
 }
 
 static void *host_alloc(uint64_t bytes)
@@ -59,7 +127,7 @@ static int copy(int device, void *dst, const void *src, uint64_t bytes,
     (void)kind;
     (void)err;
     (void)errsize;
-    memmove(dst, src, bytes);
+    memmove(H(dst), H(src), bytes);
     return 0;
 }
 
@@ -68,7 +136,7 @@ static int fill(int device, void *dst, int value, uint64_t bytes, char *err, siz
     (void)device;
     (void)err;
     (void)errsize;
-    memset(dst, value, bytes);
+    memset(H(dst), value, bytes);
     return 0;
 }
 
@@ -84,17 +152,23 @@ static int copy_strided(int device, void *dst, const void *src, uint64_t itemsiz
     }
     for (int d = 0; d < ndim; d++)
         n *= shape[d];
+    dst = H(dst);
+    src = H(src);
     for (int64_t i = 0; i < n; i++)
         memcpy((char *)dst + i * (int64_t)itemsize,
                (const char *)src + tr__cuda_offset(ndim, shape, strides, i), itemsize);
     return 0;
 }
 
-static int map(int device, const struct tr_cuda_map *m, char *err, size_t errsize)
+static int map(int device, const struct tr_cuda_map *given, char *err, size_t errsize)
 {
+    struct tr_cuda_map mm = *given, *m = &mm;
     int64_t n = 1;
 
     (void)device;
+    mm.out = H(mm.out);
+    for (int k = 0; k < TR_CUDA_MAX_OPERANDS; k++)
+        mm.in[k].data = H(mm.in[k].data);
     if (m->ndim < 0 || m->ndim > TR_CUDA_MAX_NDIM || m->nin < 1 || m->nin > TR_CUDA_MAX_OPERANDS) {
         snprintf(err, errsize, "map: %d dimensions, %d operands", m->ndim, m->nin);
         return -1;
@@ -117,9 +191,14 @@ static double element(int dtype, const void *base, int64_t at)
     return v;
 }
 
-static int matmul(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize)
+static int matmul(int device, const struct tr_cuda_matmul *given, char *err, size_t errsize)
 {
+    struct tr_cuda_matmul pp = *given, *p = &pp;
+
     (void)device;
+    pp.a = H(pp.a);
+    pp.b = H(pp.b);
+    pp.c = H(pp.c);
     (void)err;
     (void)errsize;
     for (int64_t q = 0; q < p->batch; q++)
@@ -138,11 +217,16 @@ static int matmul(int device, const struct tr_cuda_matmul *p, char *err, size_t 
     return 0;
 }
 
-static int gather(int device, const struct tr_cuda_gather *g, char *err, size_t errsize)
+static int gather(int device, const struct tr_cuda_gather *given, char *err, size_t errsize)
 {
+    struct tr_cuda_gather gg = *given, *g = &gg;
     int64_t n = 1;
 
     (void)device;
+    gg.x = H(gg.x);
+    gg.out = H(gg.out);
+    gg.index.data = H(gg.index.data);
+    gg.first_bad = H(gg.first_bad);
     (void)err;
     (void)errsize;
     for (int d = 0; d < g->ndim; d++)
@@ -153,11 +237,16 @@ static int gather(int device, const struct tr_cuda_gather *g, char *err, size_t 
     return 0;
 }
 
-static int rowwise(int device, const struct tr_cuda_rowwise *w, char *err, size_t errsize)
+static int rowwise(int device, const struct tr_cuda_rowwise *given, char *err, size_t errsize)
 {
+    struct tr_cuda_rowwise ww = *given, *w = &ww;
     struct tr__cuda_row_acc p[TR__CUDA_ROW_THREADS];
 
     (void)device;
+    ww.x = H(ww.x);
+    ww.y = H(ww.y);
+    ww.weight.data = H(ww.weight.data);
+    ww.bias.data = H(ww.bias.data);
     (void)err;
     (void)errsize;
     for (int64_t l = 0; w->len > 0 && l < w->nlines; l++) {
@@ -180,12 +269,16 @@ static int rowwise(int device, const struct tr_cuda_rowwise *w, char *err, size_
     return 0;
 }
 
-static int reduce(int device, const struct tr_cuda_reduce *r, char *err, size_t errsize)
+static int reduce(int device, const struct tr_cuda_reduce *given, char *err, size_t errsize)
 {
+    struct tr_cuda_reduce rr = *given, *r = &rr;
     int64_t groups = tr__cuda_reduce_groups(r->n);
     struct tr__cuda_acc p[TR__CUDA_REDUCE_THREADS];
 
     (void)device;
+    rr.x = H(rr.x);
+    rr.out = H(rr.out);
+    rr.partials = H(rr.partials);
     if (groups > 1 && !r->partials) {
         snprintf(err, errsize, "reduce: no room for the partials");
         return -1;
@@ -223,6 +316,7 @@ static int random_values(int device, void *dst, int dtype, int normal, uint64_t 
         snprintf(err, errsize, "random: dtype %d is not a float dtype", dtype);
         return -1;
     }
+    dst = H(dst);
     for (uint64_t i = 0; i < n; i++)
         tr__random_store((char *)dst + i * item, (enum tr_dtype)dtype, normal != 0, seed, i);
     return 0;
