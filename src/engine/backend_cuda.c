@@ -318,6 +318,15 @@ tr_status tr__cuda_matmul(int index, const struct tr_cuda_matmul *p, const char 
     return TR_OK;
 }
 
+tr_status tr__cuda_topk(int index, const struct tr_cuda_topk *t, const char *fn)
+{
+    char err[256];
+
+    if (cuda_module->topk(index, t, err, sizeof err) != 0)
+        return cuda_failed(fn, index, err);
+    return TR_OK;
+}
+
 tr_status tr__cuda_gather(int index, const struct tr_cuda_gather *g, const char *fn)
 {
     char err[256];

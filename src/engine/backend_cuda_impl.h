@@ -12,6 +12,9 @@
 /* Queues m on device index's stream; errors begin with fn. */
 tr_status tr__cuda_map(int index, const struct tr_cuda_map *m, const char *fn);
 
+/* Queues topk t on device index; errors begin with fn. */
+tr_status tr__cuda_topk(int index, const struct tr_cuda_topk *t, const char *fn);
+
 /* Queues gather g on device index; errors begin with fn. */
 tr_status tr__cuda_gather(int index, const struct tr_cuda_gather *g, const char *fn);
 

@@ -18,7 +18,7 @@
  * - softmax, log_softmax, l2_normalize, layer_norm and rms_norm are the
  *   module's rowwise, the CPU's formulas with f64 sums.
  * - gather and index_select are the module's gather, which reports the
- *   first index out of range.
+ *   first index out of range; topk is the module's topk.
  *
  * Which ops have a kernel here is the cuda column of ops.def: the table is
  * made from it, and an op the column names without a kernel here is a
@@ -31,6 +31,7 @@
 #include "cpu/fused_impl.h"
 #include "cpu/reduce_impl.h"
 #include "cuda/reduce_body.h"
+#include "cuda/topk_body.h"
 #include "kernels.h"
 #include "scratch_impl.h"
 
@@ -405,6 +406,58 @@ static tr_status cuda_k_gather(const struct tr__op *op, const struct tr_arg *arg
     return tr__give_results(&y, 1, s, results);
 }
 
+/* ------------------------------------------------------------- topk */
+
+/* topk(x, k, dim, largest): the module's topk, the CPU's order (its keys)
+ * without sorting the line; values and indices in the results' shape. */
+static tr_status cuda_k_topk(const struct tr__op *op, const struct tr_arg *args,
+                             const struct tr_value *out, const struct tr_dest *dest,
+                             struct tr_tensor **results)
+{
+    (void)dest; /* its results are its own: the caller copies them */
+    const char *name = op->info.name;
+    /* x a number: its 0-d tensor moved to the device (one block) */
+    struct tr_tensor *x = args[0].tensor ? tr__tensor_alias(args[0].tensor)
+                                         : upload_number(&args[0], out->device);
+    struct tr_tensor *made[2] = {NULL, NULL};
+    struct tr_cuda_topk t = {.largest = args[3].value.boolean, .nlines = 1};
+    int64_t xs[TR_MAX_DIMS], os[TR_MAX_DIMS];
+    int d = 0;
+    tr_status s = x ? TR_OK : tr_last_status();
+
+    if (x) {
+        d = tr__checked_dim(args[2].value.integer, x->ndim);
+        t.x = tr_tensor_data(x);
+        t.x_dtype = x->dtype;
+        t.len = x->ndim ? x->shape[d] : 1;
+        t.k = x->ndim ? args[1].value.integer : 1;
+        t.item = (int64_t)tr_dtype_size(x->dtype);
+    }
+    for (int i = 0; i < 2 && s == TR_OK; i++) {
+        made[i] = tr__empty(name, out[i].dtype, out[i].ndim, out[i].shape, out[i].device);
+        s = made[i] ? TR_OK : tr_last_status();
+    }
+    if (s == TR_OK && tr_tensor_numel(made[0]) > 0) {
+        tr__byte_strides(x, xs);
+        tr__contiguous_strides(out->ndim, out->shape, os);
+        t.x_step = x->ndim ? xs[d] : 0;
+        t.out_step = out->ndim ? os[d] : 0;
+        for (int i = 0; i < x->ndim; i++) {
+            if (i == d)
+                continue;
+            t.other_shape[t.nother] = x->shape[i];
+            t.x_strides[t.nother] = xs[i];
+            t.out_strides[t.nother++] = os[i];
+            t.nlines *= x->shape[i];
+        }
+        t.values = tr_tensor_data_mut(made[0]);
+        t.indices = tr_tensor_data_mut(made[1]);
+        s = tr__cuda_topk(out->device.index, &t, name);
+    }
+    tr_release(x);
+    return tr__give_results(made, 2, s, results);
+}
+
 /* --------------------------------------------------------- row-wise */
 
 static enum tr_cuda_rowwise_kind rowwise_kind(enum tr_op_id id)
@@ -662,6 +715,8 @@ void tr__cuda_kernels_init(struct tr__backend *b)
             b->kernels[id] = cuda_k_rowwise;
         else if (cpu == tr__k_gather || cpu == tr__k_index_select)
             b->kernels[id] = cuda_k_gather;
+        else if (id == TR_OP_TOPK)
+            b->kernels[id] = cuda_k_topk;
         else if (op->info.group_id == TR_GROUP_VIEWS || id == TR_OP_CAST || id == TR_OP_TO)
             b->kernels[id] = cpu;
     }

@@ -405,6 +405,12 @@ static tr_status sort(struct tally *t)
 
     if (topk && x->ndim == 0)
         k = 1; /* as the kernel: the scalar itself */
+    if (t->results[0].device.kind == TR_DEV_CUDA) { /* topk: a number x goes up first */
+        if (!is_tensor(x))
+            take(t, tr_dtype_size(t->results[0].dtype));
+        results_only(t);
+        return TR_OK;
+    }
     results_only(t);
     take(t, tr__sort_scratch(x, dim, k, t->threads));
     return TR_OK;

@@ -86,6 +86,13 @@ def pipeline(ops_file, device, outdir):
         lines.append(f"      - {name} = {expr}")
         outputs.append(f"  {name}: {{path: {outdir}/ops.safetensors, key: {name}}}")
 
+    def bind2(op, variant, dt, expr):
+        """Both results of topk: values (OP__VARIANTv) and indices (..i)."""
+        names = [f"{op}__{variant}{r}__{dt}" for r in "vi"]
+        lines.append(f"      - {names[0]}, {names[1]} = {expr}")
+        for name in names:
+            outputs.append(f"  {name}: {{path: {outdir}/ops.safetensors, key: {name}}}")
+
     def dtypes(op):
         return DTYPES.get(ops[op]["cuda"], []) if op in ops else []
 
@@ -168,6 +175,16 @@ def pipeline(ops_file, device, outdir):
         bind("index_select", "d1", dt, f"index_select({x}, 1, flip(narrow({gf}, 0, 0, 5), 0))")
         bind("index_select", "neg", dt, f"index_select({x}, 0, cast(narrow({gf}, 0, 0, 6) - 6, i16))")
         bind("index_select", "t", dt, f"index_select(transpose({x}, 0, 1), 1, narrow({gf}, 0, 0, 3))")
+    # topk: NaN, infinities, -0 and ties, either end, along each dimension,
+    # k the whole line, long lines, many equal keys
+    for dt in dtypes("topk"):
+        x, w = f"x_{dt}", f"w_{dt}"
+        bind2("topk", "d1", dt, f"topk({x}, 3)")
+        bind2("topk", "small", dt, f"topk({x}, 2, dim=0, largest=false)")
+        bind2("topk", "all", dt, f"topk(transpose({x}, 0, 1), 6, dim=1)")
+        bind2("topk", "long", dt, f"topk({w}, 5)")
+        bind2("topk", "ties", dt, f"topk(cast(g % 3, {dt}), 4)")
+        bind2("topk", "tiesmall", dt, f"topk(cast(reshape(g, [42]) % 2, {dt}), 30, largest=false)")
     # a number for x: made a 0-d tensor on the device
     bind("index_select", "number", "f64", "index_select(2.5, 0, narrow(flatten(g), 0, 0, 1))")
     bind("gather", "number", "i64", "gather(7, 0, sum(g) * 0)")

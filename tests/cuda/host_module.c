@@ -28,6 +28,7 @@
 #include "cuda/map_body.h"
 #include "cuda/reduce_body.h"
 #include "cuda/rowwise_body.h"
+#include "cuda/topk_body.h"
 #include "philox_math.h"
 
 static uint64_t marks;
@@ -217,6 +218,44 @@ static int matmul(int device, const struct tr_cuda_matmul *given, char *err, siz
     return 0;
 }
 
+static int topk(int device, const struct tr_cuda_topk *given, char *err, size_t errsize)
+{
+    struct tr_cuda_topk tt = *given, *t = &tt;
+
+    (void)device;
+    (void)err;
+    (void)errsize;
+    tt.x = H(tt.x);
+    tt.values = H(tt.values);
+    tt.indices = H(tt.indices);
+    /* the GPU's steps, one thread after the other */
+    for (int64_t l = 0; t->k > 0 && t->len > 0 && l < t->nlines; l++) {
+        int64_t xo, oo, need = t->k, ties = 0;
+        uint64_t prefix = 0;
+        const char *base;
+        tr__cuda_topk_offsets(t, l, &xo, &oo);
+        base = (const char *)t->x + xo;
+        for (int shift = 56; shift >= 0; shift -= 8) {
+            uint32_t hist[256] = {0};
+            for (int64_t i = 0; i < t->len; i++) {
+                uint64_t key = tr__cuda_topk_key(t, base, i);
+                if (tr__cuda_topk_matches(key, prefix, shift))
+                    hist[(key >> shift) & 255]++;
+            }
+            tr__cuda_topk_pick(hist, shift, &prefix, &need);
+        }
+        for (int64_t i = 0; i < t->len; i++) {
+            uint64_t key = tr__cuda_topk_key(t, base, i);
+            if (key < prefix)
+                tr__cuda_topk_store(t, base, oo, tr__cuda_topk_place(t, base, i, key), i);
+        }
+        for (int64_t i = 0; i < t->len && ties < need; i++)
+            if (tr__cuda_topk_key(t, base, i) == prefix)
+                tr__cuda_topk_store(t, base, oo, t->k - need + ties++, i);
+    }
+    return 0;
+}
+
 static int gather(int device, const struct tr_cuda_gather *given, char *err, size_t errsize)
 {
     struct tr_cuda_gather gg = *given, *g = &gg;
@@ -356,8 +395,8 @@ static int synchronize(int device, char *err, size_t errsize)
 
 static const struct tr_cuda_module table = {
     TR_CUDA_MODULE_ABI, device_count, device_malloc, device_free, host_alloc, free,
-    copy,          fill,          copy_strided, map,       matmul, gather, rowwise,
-    reduce,        random_values, mark,         mark_done, mark_wait, synchronize,
+    copy,          fill,   copy_strided, map,           matmul, topk,      gather,
+    rowwise,       reduce, random_values, mark,         mark_done, mark_wait, synchronize,
 };
 
 const struct tr_cuda_module *tr_cuda_module_get(int abi);

@@ -152,6 +152,25 @@ struct tr_cuda_gather {
     uint64_t *first_bad;
 };
 
+/*
+ * topk: for each line (of nlines, row-major over the other dimensions) of
+ * len values at x + its offset, x_step bytes apart, the k values first in
+ * the order of topk_body.h (largest first, or smallest with largest 0;
+ * NaN first, as the largest; ties by position) and their positions:
+ * values (of x's dtype, item bytes) and indices (i64) compact in the
+ * result's shape, out_step elements apart along dim.
+ */
+struct tr_cuda_topk {
+    const void *x;
+    void *values;
+    int64_t *indices;
+    int x_dtype, largest, nother;
+    int64_t other_shape[TR_CUDA_MAX_NDIM];
+    int64_t x_strides[TR_CUDA_MAX_NDIM];   /* bytes */
+    int64_t out_strides[TR_CUDA_MAX_NDIM]; /* elements */
+    int64_t nlines, len, k, item, x_step, out_step;
+};
+
 enum tr_cuda_copy_kind {
     TR_CUDA_HOST_TO_DEVICE,
     TR_CUDA_DEVICE_TO_HOST,
@@ -189,6 +208,8 @@ struct tr_cuda_module {
     int (*map)(int device, const struct tr_cuda_map *m, char *err, size_t errsize);
     /* Queues product p. */
     int (*matmul)(int device, const struct tr_cuda_matmul *p, char *err, size_t errsize);
+    /* Queues topk t. */
+    int (*topk)(int device, const struct tr_cuda_topk *t, char *err, size_t errsize);
     /* Queues gather g. */
     int (*gather)(int device, const struct tr_cuda_gather *g, char *err, size_t errsize);
     /* Queues row-wise op w. */

@@ -397,6 +397,24 @@ int matmul(int device, const tr_cuda_matmul *p, char *err, size_t errsize)
     return rc;
 }
 
+int topk(int device, const tr_cuda_topk *t, char *err, size_t errsize)
+{
+    device_state *d;
+    cudaError_t rc;
+
+    if (t->nother < 0 || t->nother > TR_CUDA_MAX_NDIM || t->k < 0 || t->k > t->len) {
+        snprintf(err, errsize, "topk: %d dimensions, k %lld of %lld", t->nother,
+                 (long long)t->k, (long long)t->len);
+        return -1;
+    }
+    d = take(device, "the topk kernel", err, errsize);
+    if (!d)
+        return -1;
+    rc = tr__cuda_launch_topk(t, d->stream);
+    give(d);
+    return rc == cudaSuccess ? 0 : fail(rc, "the topk kernel", err, errsize);
+}
+
 int gather(int device, const tr_cuda_gather *g, char *err, size_t errsize)
 {
     device_state *d;
@@ -494,9 +512,9 @@ int device_synchronize(int device, char *err, size_t errsize)
 const tr_cuda_module module_table = {
     TR_CUDA_MODULE_ABI, device_count,     device_malloc,    device_free,
     host_alloc,         host_free,        device_memcpy,    device_memset,
-    copy_strided,       map,              matmul,           gather,
-    rowwise,            reduce,           random,           device_mark,
-    device_mark_done,   device_mark_wait, device_synchronize,
+    copy_strided,       map,              matmul,           topk,
+    gather,             rowwise,          reduce,           random,
+    device_mark,        device_mark_done, device_mark_wait, device_synchronize,
 };
 
 } /* namespace */

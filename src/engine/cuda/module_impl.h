@@ -16,6 +16,9 @@ cudaError_t tr__cuda_launch_map(const struct tr_cuda_map *m, cudaStream_t stream
 int tr__cuda_launch_matmul(int device, const struct tr_cuda_matmul *p, cudaStream_t stream,
                            char *err, size_t errsize);
 
+/* Queues topk t on stream. */
+cudaError_t tr__cuda_launch_topk(const struct tr_cuda_topk *t, cudaStream_t stream);
+
 /* Queues gather g on stream. */
 cudaError_t tr__cuda_launch_gather(const struct tr_cuda_gather *g, cudaStream_t stream);
 
