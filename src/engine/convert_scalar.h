@@ -220,6 +220,17 @@ TR_HD static inline double tr__cv_f64_from_f(double v) { return v; }
 
 /* ------------------------------------------------------ any to any */
 
+/* The bytes of one element of dtype. */
+TR_HD static inline int64_t tr__item_size(int dtype)
+{
+    switch (dtype) {
+    case TR_DTYPE_BOOL: case TR_DTYPE_U8: case TR_DTYPE_I8: return 1;
+    case TR_DTYPE_U16: case TR_DTYPE_I16: case TR_DTYPE_F16: case TR_DTYPE_BF16: return 2;
+    case TR_DTYPE_U32: case TR_DTYPE_I32: case TR_DTYPE_F32: return 4;
+    default: return 8;
+    }
+}
+
 /* The value at src, of dtype from, stored at dst as dtype to. */
 TR_HD static inline void tr__convert_value(void *dst, enum tr_dtype to, const void *src,
                                            enum tr_dtype from)
@@ -232,10 +243,7 @@ TR_HD static inline void tr__convert_value(void *dst, enum tr_dtype to, const vo
     /* the same dtype: the bits as they are, as the CPU's copies keep them
      * (through double, a GPU would make every NaN its one NaN) */
     if (from == to) {
-        memcpy(dst, src, to == TR_DTYPE_F64 || to == TR_DTYPE_I64 || to == TR_DTYPE_U64 ? 8
-                         : to == TR_DTYPE_F32 || to == TR_DTYPE_I32 || to == TR_DTYPE_U32 ? 4
-                         : to == TR_DTYPE_BOOL || to == TR_DTYPE_U8 || to == TR_DTYPE_I8 ? 1
-                                                                                          : 2);
+        memcpy(dst, src, (size_t)tr__item_size(to));
         return;
     }
     switch (from) {

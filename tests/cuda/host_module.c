@@ -187,7 +187,7 @@ static double element(int dtype, const void *base, int64_t at)
 {
     double v = 0;
 
-    tr__convert_value(&v, TR_DTYPE_F64, (const char *)base + at * tr__cuda_item(dtype),
+    tr__convert_value(&v, TR_DTYPE_F64, (const char *)base + at * tr__item_size(dtype),
                       (enum tr_dtype)dtype);
     return v;
 }
@@ -212,7 +212,7 @@ static int matmul(int device, const struct tr_cuda_matmul *given, char *err, siz
                     s += element(p->dtype, p->a, ai) * element(p->dtype, p->b, bi);
                 }
                 tr__convert_value((char *)p->c + ((q * p->m + i) * p->n + j) *
-                                                     tr__cuda_item(p->dtype),
+                                                     tr__item_size(p->dtype),
                                   (enum tr_dtype)p->dtype, &s, TR_DTYPE_F64);
             }
     return 0;
@@ -347,7 +347,7 @@ static int reduce(int device, const struct tr_cuda_reduce *given, char *err, siz
 static int random_values(int device, void *dst, int dtype, int normal, uint64_t seed,
                          uint64_t n, char *err, size_t errsize)
 {
-    int64_t item = tr__cuda_item(dtype);
+    int64_t item = tr__item_size(dtype);
 
     (void)device;
     if (dtype != TR_DTYPE_F32 && dtype != TR_DTYPE_F64 && dtype != TR_DTYPE_F16 &&

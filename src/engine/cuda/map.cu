@@ -31,13 +31,13 @@ bool compact(const int64_t *strides, int ndim, const int64_t *shape, int64_t ite
 tr_cuda_map flattened(const tr_cuda_map &m, int64_t n)
 {
     tr_cuda_map f = m;
-    int64_t out_item = tr__cuda_item(m.out_dtype);
+    int64_t out_item = tr__item_size(m.out_dtype);
 
     f.ndim = 1;
     f.shape[0] = n;
     f.out_strides[0] = out_item;
     for (int k = 0; k < m.nin; k++)
-        f.in[k].strides[0] = m.in[k].data ? tr__cuda_item(m.in[k].dtype) : 0;
+        f.in[k].strides[0] = m.in[k].data ? tr__item_size(m.in[k].dtype) : 0;
     return f;
 }
 
@@ -96,10 +96,10 @@ cudaError_t tr__cuda_launch_map(const tr_cuda_map *m, cudaStream_t stream)
         n *= m->shape[d];
     if (n == 0)
         return cudaSuccess;
-    flat = compact(m->out_strides, m->ndim, m->shape, tr__cuda_item(m->out_dtype));
+    flat = compact(m->out_strides, m->ndim, m->shape, tr__item_size(m->out_dtype));
     for (int k = 0; flat && k < m->nin; k++)
         flat = !m->in[k].data ||
-               compact(m->in[k].strides, m->ndim, m->shape, tr__cuda_item(m->in[k].dtype));
+               compact(m->in[k].strides, m->ndim, m->shape, tr__item_size(m->in[k].dtype));
     const tr_cuda_map run = flat ? flattened(*m, n) : *m;
 
     cudaGetLastError(); /* so that what follows the launch is its own error */

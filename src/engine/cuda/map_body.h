@@ -22,17 +22,6 @@ union tr__cuda_value {
     unsigned char bytes[8];
 };
 
-/* The bytes of one element of dtype. */
-TR_HD static inline int64_t tr__cuda_item(int dtype)
-{
-    switch (dtype) {
-    case TR_DTYPE_BOOL: case TR_DTYPE_U8: case TR_DTYPE_I8: return 1;
-    case TR_DTYPE_U16: case TR_DTYPE_I16: case TR_DTYPE_F16: case TR_DTYPE_BF16: return 2;
-    case TR_DTYPE_U32: case TR_DTYPE_I32: case TR_DTYPE_F32: return 4;
-    default: return 8;
-    }
-}
-
 /* r = the function of code over v[0..nin), by the entries of ew_ops.def;
  * TR__EW_NONE (or a code outside them) gives v[0]. */
 TR_HD static inline void tr__cuda_apply(int code, union tr__cuda_value *r,
@@ -107,7 +96,7 @@ TR_HD static inline void tr__cuda_map_one(const struct tr_cuda_map *m, int code,
                                                                    o->strides, index))
                                   : (const void *)o->value;
         if (o->dtype == (int)in)
-            memcpy(&v[k], src, (size_t)tr__cuda_item(in));
+            memcpy(&v[k], src, (size_t)tr__item_size(in));
         else
             tr__convert_value(&v[k], in, src, (enum tr_dtype)o->dtype);
     }

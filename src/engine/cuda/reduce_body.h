@@ -181,7 +181,7 @@ TR_HD static inline void tr__cuda_reduce_thread(const struct tr_cuda_reduce *r, 
 TR_HD static inline void tr__cuda_reduce_finish(const struct tr_cuda_reduce *r,
                                                 const struct tr__cuda_acc *a, int64_t o)
 {
-    char *dst = (char *)r->out + o * tr__cuda_item(r->out_dtype);
+    char *dst = (char *)r->out + o * tr__item_size(r->out_dtype);
     double s = isfinite(a->s) ? a->s + a->c : a->s;
     union tr__cuda_value f;
     int fin = r->in_compute;
