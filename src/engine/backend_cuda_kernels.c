@@ -128,12 +128,7 @@ static tr_status cuda_k_elementwise(const struct tr__op *op, const struct tr_arg
     }
     for (int k = 0; k < d.nin; k++)
         tr_release(in[k]);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 /* contiguous(x) and clone(x): a copy of its own (the backend's gather),
@@ -153,12 +148,7 @@ static tr_status cuda_k_copy(const struct tr__op *op, const struct tr_arg *args,
         return tr_last_status();
     s = tr_tensor_data(y) == tr_tensor_data(args[0].tensor) ? TR_OK
                                                              : tr_copy_into(y, args[0].tensor);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 /* zeros, ones, full and their _like forms: the value converted to the
@@ -192,12 +182,7 @@ static tr_status cuda_k_fill(const struct tr__op *op, const struct tr_arg *args,
         s = tr__cuda_map(out->device.index, &m, op->info.name);
     }
     tr_release(value);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 /* rand(shape, seed, dtype) and randn: the bits of the CPU's (philox_math.h). */
@@ -219,12 +204,7 @@ static tr_status cuda_k_random(const struct tr__op *op, const struct tr_arg *arg
         s = tr__cuda_random(out->device.index, tr_tensor_data_mut(y), out->dtype,
                             op->info.id == TR_OP_RANDN, seed, (uint64_t)tr_tensor_numel(y),
                             op->info.name);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 uint64_t tr__cuda_reduce_scratch(int64_t nout, int64_t n)
@@ -294,12 +274,7 @@ static tr_status cuda_k_reduce(const struct tr__op *op, const struct tr_arg *arg
         s = tr__cuda_reduce(out->device.index, &r, name);
     }
     tr_release(partials);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 /* ------------------------------------------------ gather, index_select */
@@ -529,12 +504,7 @@ static tr_status cuda_k_rowwise(const struct tr__op *op, const struct tr_arg *ar
     }
     tr_release(held[0]);
     tr_release(held[1]);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 /* ----------------------------------------------------------- matmul */
@@ -682,12 +652,7 @@ static tr_status cuda_k_matmul(const struct tr__op *op, const struct tr_arg *arg
     }
     tr_release(copies[0]);
     tr_release(copies[1]);
-    if (s != TR_OK) {
-        tr_release(y);
-        return s;
-    }
-    results[0] = y;
-    return TR_OK;
+    return tr__give_results(&y, 1, s, results);
 }
 
 void tr__cuda_kernels_init(struct tr__backend *b)

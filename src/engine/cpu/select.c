@@ -4,10 +4,10 @@
  *
  * Sorting is stable and puts NaN last in ascending and first in
  * descending order (tensorrun-pipeline(5), OPS: sort): each value becomes a 64-bit key
- * whose unsigned order is the wanted order (NaN above +inf, -0 equal to
- * +0, all bits inverted for descending; bool as 0 and 1, false first, as
- * PyTorch sorts it), and the keys are merge-sorted with their indices, so
- * that equal keys keep their index order.
+ * whose unsigned order is the wanted order (sort_key.h; all bits inverted
+ * for descending; bool as 0 and 1, false first, as PyTorch sorts it), and
+ * the keys are merge-sorted with their indices, so that equal keys keep
+ * their index order.
  */
 #include <math.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "../kernel_impl.h"
 #include "../kernels.h"
 #include "../scratch_impl.h"
+#include "../sort_key.h"
 
 /* Values read and converted at a time. */
 #define BLOCK 2048
@@ -57,21 +58,12 @@ static void make_keys(uint64_t *keys, const char *values, enum tr_dtype kd, int6
 
     for (int64_t i = 0; i < n; i++) {
         uint64_t k;
-        if (kd == TR_DTYPE_F64) {
-            double v = ((const double *)(const void *)values)[i];
-            if (v != v) {
-                k = UINT64_MAX;
-            } else {
-                if (v == 0)
-                    v = 0.0; /* -0 sorts as +0: they are equal */
-                memcpy(&k, &v, sizeof k);
-                k = k >> 63 ? ~k : k | (UINT64_C(1) << 63);
-            }
-        } else if (kd == TR_DTYPE_I64) {
-            k = (uint64_t)((const int64_t *)(const void *)values)[i] ^ (UINT64_C(1) << 63);
-        } else {
+        if (kd == TR_DTYPE_F64)
+            k = tr__sort_key_f64(((const double *)(const void *)values)[i]);
+        else if (kd == TR_DTYPE_I64)
+            k = tr__sort_key_i64(((const int64_t *)(const void *)values)[i]);
+        else
             k = ((const uint64_t *)(const void *)values)[i];
-        }
         keys[i] = k ^ flip;
     }
 }

@@ -52,12 +52,7 @@ __global__ void map_kernel(tr_cuda_map m, int64_t n)
 template <int CODE>
 void launch(const tr_cuda_map &m, int64_t n, cudaStream_t stream)
 {
-    int threads = 256;
-    int64_t blocks = (n + threads - 1) / threads;
-
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
-    map_kernel<CODE><<<(unsigned)blocks, threads, 0, stream>>>(m, n);
+    map_kernel<CODE><<<tr__cuda_grid(n, 256), 256, 0, stream>>>(m, n);
 }
 
 __global__ void gather_kernel(tr_cuda_gather g, int64_t n)
@@ -72,18 +67,14 @@ __global__ void gather_kernel(tr_cuda_gather g, int64_t n)
 
 cudaError_t tr__cuda_launch_gather(const tr_cuda_gather *g, cudaStream_t stream)
 {
-    int threads = 256;
-    int64_t n = 1, blocks;
+    int64_t n = 1;
 
     for (int d = 0; d < g->ndim; d++)
         n *= g->shape[d];
     if (n == 0)
         return cudaSuccess;
-    blocks = (n + threads - 1) / threads;
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
     cudaGetLastError(); /* so that what follows the launch is its own error */
-    gather_kernel<<<(unsigned)blocks, threads, 0, stream>>>(*g, n);
+    gather_kernel<<<tr__cuda_grid(n, 256), 256, 0, stream>>>(*g, n);
     return cudaGetLastError();
 }
 

@@ -320,13 +320,8 @@ template <typename T>
 void launch_gather(void *dst, const void *src, int64_t n, const strided_layout &layout,
                    cudaStream_t stream)
 {
-    int threads = 256;
-    int64_t blocks = (n + threads - 1) / threads;
-
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
-    gather_kernel<T><<<(unsigned)blocks, threads, 0, stream>>>((T *)dst, (const char *)src, n,
-                                                               layout);
+    gather_kernel<T><<<tr__cuda_grid(n, 256), 256, 0, stream>>>((T *)dst, (const char *)src, n,
+                                                                layout);
 }
 
 int copy_strided(int device, void *dst, const void *src, uint64_t itemsize, int ndim,

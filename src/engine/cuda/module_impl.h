@@ -9,6 +9,16 @@
 
 #include "cuda_module.h"
 
+/* A grid for n units of work: one block per unit (per threads items when
+ * threads > 1), at most 65535 * 16 blocks; every kernel loops over the
+ * units past its grid. */
+static inline unsigned tr__cuda_grid(int64_t n, int threads)
+{
+    int64_t blocks = (n + threads - 1) / threads;
+
+    return (unsigned)(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
 /* Queues m on stream; the launch's error, if any. */
 cudaError_t tr__cuda_launch_map(const struct tr_cuda_map *m, cudaStream_t stream);
 

@@ -24,16 +24,10 @@ __global__ void random_kernel(char *dst, int dtype, bool normal, uint64_t seed, 
 cudaError_t tr__cuda_launch_random(void *dst, int dtype, bool normal, uint64_t seed, uint64_t n,
                                    cudaStream_t stream)
 {
-    int threads = 256;
-    uint64_t blocks = (n + threads - 1) / threads;
-    int64_t item = dtype == TR_DTYPE_F64 ? 8 : dtype == TR_DTYPE_F32 ? 4 : 2;
-
     if (n == 0)
         return cudaSuccess;
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
     cudaGetLastError(); /* so that what follows the launch is its own error */
-    random_kernel<<<(unsigned)blocks, threads, 0, stream>>>((char *)dst, dtype, normal, seed, n,
-                                                            item);
+    random_kernel<<<tr__cuda_grid((int64_t)n, 256), 256, 0, stream>>>(
+        (char *)dst, dtype, normal, seed, n, tr__item_size(dtype));
     return cudaGetLastError();
 }

@@ -53,19 +53,15 @@ __global__ void reduce_outputs(tr_cuda_reduce r, int64_t groups)
 
 cudaError_t tr__cuda_launch_reduce(const tr_cuda_reduce *r, cudaStream_t stream)
 {
-    int64_t groups = tr__cuda_reduce_groups(r->n), blocks = r->nout * groups;
+    int64_t groups = tr__cuda_reduce_groups(r->n);
 
     if (r->nout == 0)
         return cudaSuccess;
     if (groups > 1 && !r->partials)
         return cudaErrorInvalidValue;
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
     cudaGetLastError(); /* so that what follows the launch is its own error */
-    reduce_groups<<<(unsigned)blocks, THREADS, 0, stream>>>(*r, groups);
-    if (groups > 1) {
-        int64_t b = (r->nout + 255) / 256;
-        reduce_outputs<<<(unsigned)(b > 65535 ? 65535 : b), 256, 0, stream>>>(*r, groups);
-    }
+    reduce_groups<<<tr__cuda_grid(r->nout * groups, 1), THREADS, 0, stream>>>(*r, groups);
+    if (groups > 1)
+        reduce_outputs<<<tr__cuda_grid(r->nout, 256), 256, 0, stream>>>(*r, groups);
     return cudaGetLastError();
 }

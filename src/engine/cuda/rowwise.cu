@@ -48,13 +48,9 @@ __global__ void rowwise_kernel(tr_cuda_rowwise w)
 
 cudaError_t tr__cuda_launch_rowwise(const tr_cuda_rowwise *w, cudaStream_t stream)
 {
-    int64_t blocks = w->nlines;
-
     if (w->nlines == 0 || w->len == 0)
         return cudaSuccess;
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
     cudaGetLastError(); /* so that what follows the launch is its own error */
-    rowwise_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(*w);
+    rowwise_kernel<<<tr__cuda_grid(w->nlines, 1), THREADS, 0, stream>>>(*w);
     return cudaGetLastError();
 }

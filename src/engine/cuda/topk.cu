@@ -85,13 +85,9 @@ __global__ void topk_kernel(tr_cuda_topk t)
 
 cudaError_t tr__cuda_launch_topk(const tr_cuda_topk *t, cudaStream_t stream)
 {
-    int64_t blocks = t->nlines;
-
     if (t->nlines == 0 || t->k == 0 || t->len == 0)
         return cudaSuccess;
-    if (blocks > 65535 * 16)
-        blocks = 65535 * 16;
     cudaGetLastError(); /* so that what follows the launch is its own error */
-    topk_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(*t);
+    topk_kernel<<<tr__cuda_grid(t->nlines, 1), THREADS, 0, stream>>>(*t);
     return cudaGetLastError();
 }

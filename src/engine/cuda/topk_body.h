@@ -4,7 +4,7 @@
  * C that nvcc also compiles as device code.
  *
  * Each value becomes a 64-bit key whose unsigned order is the wanted
- * order, as the CPU's sort makes them (cpu/select.c): NaN above +inf, -0
+ * order, as the CPU's sort makes them (sort_key.h): NaN above +inf, -0
  * equal to +0, every bit inverted for the largest first.  The k first of
  * the pairs (key, position) are then found without sorting the line:
  *   1. the k-th key T, by radix selection: eight passes of 8 bits, from
@@ -20,6 +20,7 @@
 #ifndef TR_CUDA_TOPK_BODY_H
 #define TR_CUDA_TOPK_BODY_H
 
+#include "../sort_key.h"
 #include "map_body.h"
 
 #define TR__CUDA_TOPK_THREADS 256
@@ -35,21 +36,14 @@ TR_HD static inline uint64_t tr__cuda_topk_key(const struct tr_cuda_topk *t, con
         t->x_dtype == TR_DTYPE_F32 || t->x_dtype == TR_DTYPE_F64) {
         double v;
         tr__convert_value(&v, TR_DTYPE_F64, src, (enum tr_dtype)t->x_dtype);
-        if (v != v) {
-            k = UINT64_MAX;
-        } else {
-            if (v == 0)
-                v = 0.0; /* -0 sorts as +0: they are equal */
-            memcpy(&k, &v, sizeof k);
-            k = k >> 63 ? ~k : k | ((uint64_t)1 << 63);
-        }
+        k = tr__sort_key_f64(v);
     } else if (t->x_dtype == TR_DTYPE_U64 || t->x_dtype == TR_DTYPE_U32 ||
                t->x_dtype == TR_DTYPE_U16 || t->x_dtype == TR_DTYPE_U8) {
         tr__convert_value(&k, TR_DTYPE_U64, src, (enum tr_dtype)t->x_dtype);
     } else { /* signed integers and bool */
         int64_t v;
         tr__convert_value(&v, TR_DTYPE_I64, src, (enum tr_dtype)t->x_dtype);
-        k = (uint64_t)v ^ ((uint64_t)1 << 63);
+        k = tr__sort_key_i64(v);
     }
     return t->largest ? ~k : k;
 }
